@@ -1,0 +1,47 @@
+# The course's commands. Every target bootstraps .venv/ first (idempotent: rebuilt only when the pins change).
+#   make course   - the main job: release, execute references, autograde samples, feedback, export, score table
+#   make test     - the whole test suite (what .ci/run calls)
+#   make lab      - JupyterLab on labs/ for a student
+#   make release  - regenerate labs/ from solutions/ (nbgrader generate_assignment)
+#   make bench    - benchmarks; figures go to BENCHMARKS.md
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.course-stamp
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: venv course test test-fast lab release bench lint freeze clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
+	@# The repo root on sys.path: course_dist, autograder and homework import without a build step.
+	$(VPY) -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'course-repo.pth').write_text('$(CURDIR)\n')"
+	@touch $(STAMP)
+
+course: venv
+	$(VPY) -m autograder course
+
+release: venv
+	$(VPY) -m autograder release
+
+test: venv
+	$(VPY) -m pytest
+
+lab: venv
+	$(VENV)/bin/jupyter lab labs/
+
+bench: venv
+	$(VPY) -m bench
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+freeze: venv
+	$(VPY) -m pip freeze --exclude-editable | sort -f > constraints.txt
+
+clean:
+	rm -rf build
