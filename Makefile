@@ -28,8 +28,10 @@ course: venv
 release: venv
 	$(VPY) -m autograder release
 
+# pytest exits 5 when it collected no tests: that is a failure, never a silent green.
 test: venv
-	$(VPY) -m pytest
+	@$(VPY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no tests (exit 5)" >&2; exit 1; fi; exit $$rc
 
 lab: venv
 	$(VENV)/bin/jupyter lab labs/

@@ -1,0 +1,198 @@
+"""Known-wrong answers (``autograder/mutants/<lab>/<name>.py``) and the sample submissions built from them.
+
+Header (DESIGN.md)::
+
+    # mutant: forgot_average
+    # exercise: allreduce            (the ONLY rubric exercise whose auto points it must lose)
+    # replaces: allreduce_solution   (grade_id of the answer cell whose source this file replaces)
+    # why: sums gradients across ranks but never divides by world size
+    <the complete replacement source of that cell>
+
+``check_mutant`` is the fast, exercise-level check used by the test suite: swap the cell into the reference
+(instructor) notebook, execute it in fast mode with nbclient, continue on errors, and record pass/fail of every
+graded cell up to the next exercise's tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from autograder.config import CourseConfig
+from autograder.source import grade_id, nbgrader_meta
+
+log = logging.getLogger("autograder.mutants")
+HEADER_KEYS = ("mutant", "exercise", "replaces", "why")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    lab: str
+    name: str
+    exercise: str
+    replaces: str
+    why: str
+    source: str
+    path: Path
+
+
+def parse_mutant(path: Path, lab: str) -> Mutant:
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    header: dict[str, str] = {}
+    body_start = 0
+    for i, line in enumerate(lines):
+        s = line.strip()
+        key = s[1:].split(":", 1)[0].strip() if s.startswith("#") and ":" in s else None
+        if key in HEADER_KEYS and key not in header:
+            header[key] = s.split(":", 1)[1].split("(", 1)[0].strip() if key != "why" else s.split(":", 1)[1].strip()
+            body_start = i + 1
+        elif header:
+            break
+    missing = [k for k in HEADER_KEYS if not header.get(k)]
+    if missing:
+        raise ValueError(f"{path}: mutant header lacks {missing}; expected lines '# mutant: ...', '# exercise: ...', "
+                         "'# replaces: <grade_id>', '# why: ...' at the top")
+    body = "\n".join(lines[body_start:]).strip("\n")
+    if not body.strip():
+        raise ValueError(f"{path}: no replacement source after the header")
+    return Mutant(lab, header["mutant"], header["exercise"], header["replaces"], header["why"], body, Path(path))
+
+
+def find_mutants(cfg: CourseConfig, lab: str) -> list[Mutant]:
+    d = cfg.mutants / lab
+    return [parse_mutant(p, lab) for p in sorted(d.glob("*.py"))] if d.is_dir() else []
+
+
+def source_notebook(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
+    """The instructor notebook (reference solutions + hidden tests), as release builds it."""
+    from autograder.release import build_source_notebook
+
+    return build_source_notebook(cfg, lab)
+
+
+def release_notebook(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
+    return nbformat.read(cfg.nbgrader_root / "release" / lab / f"{lab}.ipynb", as_version=4)
+
+
+def replace_cell(nb: nbformat.NotebookNode, gid: str, source: str) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(nb)
+    hits = [c for c in nb.cells if grade_id(c) == gid]
+    if len(hits) != 1:
+        raise KeyError(f"expected one cell with grade_id {gid!r}, found {len(hits)}")
+    hits[0].source = source
+    return nb
+
+
+def reference_submission(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
+    """The release with every answer cell filled in from the reference: what a perfect student submits."""
+    sub = release_notebook(cfg, lab)
+    ref = {grade_id(c): c.source for c in source_notebook(cfg, lab).cells if nbgrader_meta(c).get("solution")}
+    for cell in sub.cells:
+        if nbgrader_meta(cell).get("solution"):
+            cell.source = ref[grade_id(cell)]
+    return sub
+
+
+def mutant_submission(cfg: CourseConfig, m: Mutant) -> nbformat.NotebookNode:
+    return replace_cell(reference_submission(cfg, m.lab), m.replaces, m.source)
+
+
+# ---- exercise-level execution -----------------------------------------------------------------------------
+@contextmanager
+def _env(**values: str):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, stop_after: int | None = None,
+                   timeout: float | None = None) -> dict[str, bool]:
+    """Run ``nb`` (cells ``[0, stop_after]``) in fast mode with nbclient; grade_id -> passed, per executed auto cell.
+
+    A kernel that dies marks every not-yet-executed auto cell as failed instead of raising.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    nb = copy.deepcopy(nb)
+    if stop_after is not None:
+        nb.cells = nb.cells[: stop_after + 1]
+    results: dict[str, bool] = {}
+    with tempfile.TemporaryDirectory(prefix=f"{lab}-exec-") as tmp:
+        for item in (cfg.solutions / lab).iterdir():
+            if item.is_file() and item.name != f"{lab}.py":
+                shutil.copy2(item, tmp)
+        client = NotebookClient(nb, timeout=int(timeout or cfg.cell_timeout), allow_errors=True,
+                                kernel_name="python3", resources={"metadata": {"path": tmp}})
+        with _env(**cfg.kernel_environ()):
+            try:
+                client.execute()
+            except DeadKernelError as exc:
+                log.warning("%s: kernel died: %s", lab, exc)
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+            ran = cell.get("execution_count") is not None or bool(cell.get("outputs"))
+            ok = ran and not any(o.get("output_type") == "error" for o in cell.outputs)
+            results[meta["grade_id"]] = ok
+    return results
+
+
+def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa: ANN001 - Rubric
+    """Index of the last graded cell of the exercise *after* ``exercise`` (in notebook order), or the last cell."""
+    pos = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
+    order = sorted(
+        (min(pos[g.grade_id] for g in ex.graded_cells if g.grade_id in pos), ex)
+        for ex in rubric.exercises
+        if any(g.grade_id in pos for g in ex.graded_cells)
+    )
+    ids = [ex.id for _, ex in order]
+    if exercise not in ids or ids.index(exercise) + 1 >= len(ids):
+        return len(nb.cells) - 1
+    nxt = order[ids.index(exercise) + 1][1]
+    return max(pos[g.grade_id] for g in nxt.graded_cells if g.grade_id in pos)
+
+
+def check_mutant(cfg: CourseConfig, m: Mutant) -> list[str]:
+    """Problems with one mutant (empty = it fails exactly its own exercise's auto cells among those executed)."""
+    from autograder.rubrics import load_rubric
+
+    rubric = load_rubric(cfg.rubric / f"{m.lab}.yaml")
+    ex = rubric.exercise(m.exercise)
+    nb = replace_cell(source_notebook(cfg, m.lab), m.replaces, m.source)
+    got = execute_graded(cfg, m.lab, nb, stop_after=stop_index(nb, rubric, m.exercise))
+    problems = []
+    for gid in sorted(ex.auto_ids):
+        if got.get(gid, False):
+            problems.append(f"{m.name}: its own exercise's cell {gid} PASSED (the tests miss this wrong answer)")
+    for gid, ok in sorted(got.items()):
+        if gid not in ex.auto_ids and not ok:
+            problems.append(f"{m.name}: cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})")
+    return problems
+
+
+def check_all(cfg: CourseConfig, labs: list[str] | None = None) -> int:
+    bad = 0
+    for lab in labs or cfg.lab_ids():
+        for m in find_mutants(cfg, lab):
+            problems = check_mutant(cfg, m)
+            for p in problems:
+                log.error("%s: %s", lab, p)
+            log.info("%s/%s: %s", lab, m.name, "ok" if not problems else "FAILED")
+            bad += bool(problems)
+    return 1 if bad else 0

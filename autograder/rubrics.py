@@ -1,0 +1,127 @@
+"""Rubrics (``autograder/rubric/<lab>.yaml``, schema in DESIGN.md) and their agreement with a lab's notebook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+KINDS = ("auto", "manual")
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    grade_id: str
+    points: float
+    kind: str
+    text: str  # what the auto tests check, or the manual criteria
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    solution_cells: tuple[str, ...]
+    graded_cells: tuple[GradedCell, ...]
+
+    @property
+    def points(self) -> float:
+        return sum(c.points for c in self.graded_cells)
+
+    @property
+    def auto_ids(self) -> set[str]:
+        return {c.grade_id for c in self.graded_cells if c.kind == "auto"}
+
+
+@dataclass(frozen=True)
+class Rubric:
+    lab: str
+    title: str
+    total: float
+    exercises: tuple[Exercise, ...] = field(default_factory=tuple)
+
+    def exercise(self, exercise_id: str) -> Exercise:
+        for ex in self.exercises:
+            if ex.id == exercise_id:
+                return ex
+        raise KeyError(f"{self.lab}: no exercise {exercise_id!r}; known: {[e.id for e in self.exercises]}")
+
+    def cell_points(self) -> dict[str, tuple[float, str]]:
+        return {c.grade_id: (c.points, c.kind) for ex in self.exercises for c in ex.graded_cells}
+
+    def exercise_of_cell(self) -> dict[str, str]:
+        out = {}
+        for ex in self.exercises:
+            for c in ex.graded_cells:
+                out[c.grade_id] = ex.id
+            for s in ex.solution_cells:
+                out[s] = ex.id
+        return out
+
+
+def load_rubric(path: Path) -> Rubric:
+    """Parse and validate one rubric file; errors say the file, the field and the value."""
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    where = str(path)
+    for key in ("lab", "total", "exercises"):
+        if key not in data:
+            raise ValueError(f"{where}: missing top-level key {key!r}")
+    exercises = []
+    for i, ex in enumerate(data["exercises"] or []):
+        if not ex.get("id"):
+            raise ValueError(f"{where}: exercise #{i} has no id")
+        cells = []
+        for c in ex.get("graded_cells") or []:
+            kind = c.get("kind")
+            if kind not in KINDS:
+                raise ValueError(f"{where}: {ex['id']}/{c.get('grade_id')}: kind must be one of {KINDS}, got {kind!r}")
+            pts = c.get("points")
+            if not isinstance(pts, (int, float)) or pts < 0:
+                raise ValueError(f"{where}: {ex['id']}/{c.get('grade_id')}: points must be >= 0, got {pts!r}")
+            text = c.get("checks") if kind == "auto" else c.get("criteria")
+            cells.append(GradedCell(str(c["grade_id"]), float(pts), kind, str(text or "")))
+        exercises.append(
+            Exercise(str(ex["id"]), str(ex.get("title", "")), tuple(ex.get("solution_cells") or ()), tuple(cells))
+        )
+    return Rubric(str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises))
+
+
+def rubric_problems(rubric: Rubric, notebook_cells: dict[str, dict], solution_ids: set[str]) -> list[str]:
+    """Every disagreement between a rubric and the notebook's nbgrader metadata, both ways (empty = agree).
+
+    ``notebook_cells`` is :func:`autograder.source.graded_cells`; ``solution_ids`` the grade ids of answer cells.
+    """
+    problems = []
+    if abs(rubric.total - 100) > 1e-9:
+        problems.append(f"rubric total is {rubric.total}, must be 100")
+    summed = sum(ex.points for ex in rubric.exercises)
+    if abs(summed - rubric.total) > 1e-9:
+        problems.append(f"graded cells sum to {summed}, rubric total says {rubric.total}")
+    ids = [e.id for e in rubric.exercises]
+    if len(set(ids)) != len(ids):
+        problems.append(f"duplicate exercise ids: {ids}")
+    cells = rubric.cell_points()
+    for gid, (pts, kind) in cells.items():
+        nb = notebook_cells.get(gid)
+        if nb is None:
+            problems.append(f"rubric cell {gid!r} is not a graded cell in the notebook")
+            continue
+        if abs(nb["points"] - pts) > 1e-9:
+            problems.append(f"{gid}: rubric says {pts} points, notebook metadata says {nb['points']}")
+        if nb["kind"] != kind:
+            problems.append(f"{gid}: rubric kind {kind!r}, notebook cell is {nb['kind']!r}")
+        if kind == "manual" and nb["cell_type"] != "markdown":
+            problems.append(f"{gid}: manual cells must be markdown written answers, notebook has {nb['cell_type']}")
+    for gid in notebook_cells.keys() - cells.keys():
+        problems.append(f"notebook graded cell {gid!r} ({notebook_cells[gid]['points']} points) is not in the rubric")
+    listed = {s for ex in rubric.exercises for s in ex.solution_cells}
+    for sid in listed - solution_ids:
+        problems.append(f"rubric solution cell {sid!r} is not an answer cell (solution: true) in the notebook")
+    code_answers = {s for s in solution_ids if s not in notebook_cells}  # answer cells that are not graded
+    for sid in code_answers - listed:
+        problems.append(f"notebook answer cell {sid!r} belongs to no rubric exercise (solution_cells)")
+    for ex in rubric.exercises:
+        if not ex.graded_cells:
+            problems.append(f"exercise {ex.id!r} has no graded cells")
+    return problems

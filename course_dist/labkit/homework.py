@@ -1,0 +1,318 @@
+"""Machinery that grades the homework trainer package (it runs student code; it contains none of it).
+
+- :func:`package` - the adapter: which trainer package is graded. ``HW_PACKAGE`` names it (default ``homework``, the
+  student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on ``sys.path`` and on the workers'
+  ``PYTHONPATH``. Without ``HW_PACKAGE``, a ``fttrainer/`` folder in the working directory selects the reference.
+- :func:`run_trainer` - ``python -m <pkg>.train`` (world 1) or ``torchrun --standalone`` (never a fixed port), in its
+  own session, with a timeout; the whole process tree is killed on timeout or error.
+- :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` - for drills that signal a live job.
+- :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th file of step s.
+- :func:`apply_mutant` - a copy of the reference package with a mutant file appended to one of its modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+#: the tiny workload every drill uses (seconds per run on 2 cores, mostly interpreter start-up)
+SMALL = {"data_size": 512, "global_batch": 64, "micro_batch": 16, "in_dim": 32, "hidden": 64, "depth": 2,
+         "epochs": 2, "ckpt_every": 4, "keep_last": 3, "lr": 0.01, "warmup_steps": 2, "log_every": 0}
+
+
+def package_name() -> str:
+    name = os.environ.get("HW_PACKAGE")
+    if name:
+        return name
+    return "fttrainer" if Path("fttrainer", "__init__.py").exists() else "homework"
+
+
+def package() -> ModuleType:
+    """Import the graded trainer package (the adapter: the only place that decides which one)."""
+    extra = os.environ.get("HW_PACKAGE_DIR")
+    if extra and extra not in sys.path:
+        sys.path.insert(0, extra)
+    return importlib.import_module(package_name())
+
+
+def package_root(pkg: ModuleType) -> Path:
+    """The folder that holds the package (what goes on PYTHONPATH)."""
+    return Path(pkg.__file__).resolve().parent.parent  # type: ignore[arg-type]
+
+
+def cli(**overrides: Any) -> list[str]:
+    """``--kebab-case value`` arguments from SMALL updated with ``overrides`` (bools become --x / --no-x)."""
+    opts = {**SMALL, **overrides}
+    out: list[str] = []
+    for k, v in opts.items():
+        flag = "--" + k.replace("_", "-")
+        if isinstance(v, bool):
+            out.append(flag if v else "--no-" + k.replace("_", "-"))
+        else:
+            out += [flag, str(v)]
+    return out
+
+
+def _env(pkg: ModuleType, extra: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(package_root(pkg)), str(Path(__file__).resolve().parents[2])]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env.update(PYTHONPATH=os.pathsep.join(paths), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.pop("COURSE_FAULTS", None)
+    env.update(extra or {})
+    return env
+
+
+def command(pkg: ModuleType, args: list[str], nproc: int = 1, max_restarts: int = 0,
+            torchrun: bool | None = None) -> list[str]:
+    """The command line: plain ``python -m pkg.train`` for world 1, else ``torchrun --standalone`` (port 0)."""
+    use_torchrun = nproc > 1 if torchrun is None else torchrun
+    mod = [f"{pkg.__name__}.train", *args]
+    if not use_torchrun:
+        return [sys.executable, "-m", *mod]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+            f"--max-restarts={max_restarts}", "--monitor-interval=0.5", "-m", *mod]
+
+
+@dataclass
+class Run:
+    """A finished trainer process."""
+
+    returncode: int
+    output: str
+    elapsed: float
+    cmd: list[str]
+
+    def check(self) -> Run:
+        assert self.returncode == 0, f"trainer exited {self.returncode}: {' '.join(self.cmd)}\n{self.output[-4000:]}"
+        return self
+
+
+def start_trainer(pkg: ModuleType, args: list[str], *, nproc: int = 1, max_restarts: int = 0,
+                  env: dict[str, str] | None = None, log_path: str | Path | None = None,
+                  torchrun: bool | None = None) -> subprocess.Popen:
+    """Start a trainer in its own session (so its whole tree can be killed); output goes to ``log_path``."""
+    cmd = command(pkg, args, nproc, max_restarts, torchrun)
+    cwd = Path(log_path).parent if log_path else Path.cwd()
+    out = open(log_path, "w") if log_path else subprocess.DEVNULL
+    # cwd outside the graded folder: `python -m` puts cwd first on sys.path, which could shadow the package.
+    p = subprocess.Popen(cmd, cwd=cwd, env=_env(pkg, env), stdout=out, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    p.cmd = cmd  # type: ignore[attr-defined]
+    return p
+
+
+def stop_tree(p: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Signal the trainer's whole session (torchrun agent and every worker), then reap it."""
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+
+
+def run_trainer(pkg: ModuleType, run_dir: str | Path, args: list[str], *, nproc: int = 1, max_restarts: int = 0,
+                env: dict[str, str] | None = None, timeout: float = 120.0, torchrun: bool | None = None) -> Run:
+    """Run to completion (or ``timeout``: then the tree is SIGKILLed and the Run says so)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / f"log-{time.time_ns()}.txt"
+    t0 = time.perf_counter()
+    p = start_trainer(pkg, ["--run-dir", str(run_dir), *args], nproc=nproc, max_restarts=max_restarts, env=env,
+                      log_path=log_path, torchrun=torchrun)
+    try:
+        rc = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = -999
+    finally:
+        stop_tree(p)  # nothing survives: also reaps workers an agent left behind
+    out = log_path.read_text(errors="replace")
+    if rc == -999:
+        out += f"\n[harness] TIMEOUT after {timeout:.0f} s: process tree killed"
+    return Run(rc, out, time.perf_counter() - t0, p.cmd)  # type: ignore[attr-defined]
+
+
+def wait_for_step(run_dir: str | Path, step: int, timeout: float = 60.0, p: subprocess.Popen | None = None) -> bool:
+    """Poll rank 0's metrics until it logged ``step`` (False on timeout or when ``p`` exited first)."""
+    path = Path(run_dir) / "metrics" / "rank-0.jsonl"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if p is not None and p.poll() is not None:
+            return False
+        if path.exists():
+            for line in path.read_text().splitlines()[::-1]:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("event") == "step" and rec.get("step", -1) >= step:
+                    return True
+        time.sleep(0.05)
+    return False
+
+
+def final(run_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "final.json").read_text())
+
+
+def final_params(run_dir: str | Path) -> dict[str, Any]:
+    import torch
+
+    return torch.load(Path(run_dir) / "final_params.pt", weights_only=True)
+
+
+def bitwise_equal(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Names of tensors that differ (empty: bitwise equal)."""
+    import torch
+
+    return [k for k in sorted(set(a) | set(b)) if k not in a or k not in b or not torch.equal(a[k], b[k])]
+
+
+def samples_seen(run_dir: str | Path, epoch: int) -> Counter:
+    """How often each sample index of ``epoch`` was trained on, over all ranks and attempts (needs --log-samples)."""
+    seen: Counter = Counter()
+    for path in (Path(run_dir) / "metrics").glob("samples-rank*.jsonl"):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["epoch"] == epoch:
+                seen.update(rec["idx"])
+    return seen
+
+
+def checkpoint_steps(run_dir: str | Path) -> list[int]:
+    """Steps of the folders named ``step-N`` in ``<run_dir>/ckpt``."""
+    root = Path(run_dir) / "ckpt"
+    return sorted(int(m.group(1)) for p in root.glob("step-*") if (m := re.match(r"step-(\d+)$", p.name)))
+
+
+_CRASH = """
+import os, signal, sys, torch
+_real, _calls = torch.save, [0]
+def _save(obj, f, *a, **k):
+    step = obj.get("step") if isinstance(obj, dict) else None
+    _real(obj, f, *a, **k)
+    if step == {step}:
+        _calls[0] += 1
+        if _calls[0] >= {nth}:
+            os.kill(os.getpid(), signal.SIGKILL)   # mid-checkpoint: the file is written, the rest is not
+torch.save = _save
+from {pkg}.train import main
+sys.exit(main({args!r}))
+"""
+
+
+def crash_in_save(pkg: ModuleType, run_dir: str | Path, args: list[str], step: int, nth: int = 1,
+                  timeout: float = 90.0) -> Run:
+    """World-1 run SIGKILLed right after the ``nth`` ``torch.save`` of a dict whose ``"step"`` is ``step``."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    code = _CRASH.format(step=step, nth=nth, pkg=pkg.__name__, args=["--run-dir", str(run_dir), *args])
+    cmd = [sys.executable, "-c", textwrap.dedent(code)]
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=run_dir, env=_env(pkg, None), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         start_new_session=True, text=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_tree(p)
+        out, _ = p.communicate()
+        out += "\n[harness] TIMEOUT"
+    return Run(p.returncode, out, time.perf_counter() - t0, cmd)
+
+
+def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
+    """Copy the reference package folder ``reference`` into ``dest`` and append the mutant's body to the module
+    named by its header (``# replaces: fttrainer/<module>.py ...``). Returns the copied package folder.
+
+    Appending re-binds the replaced name at module level after the original definition, so every caller - in that
+    module or importing it - gets the mutant."""
+    text = Path(mutant).read_text()
+    m = re.search(r"^#\s*replaces:\s*([\w./-]+\.py)", text, re.M)
+    if not m:
+        raise ValueError(f"{mutant}: header has no '# replaces: <package>/<module>.py' line")
+    rel = Path(m.group(1))
+    ref = Path(reference)
+    target = Path(dest) / ref.name
+    shutil.copytree(ref, target, ignore=shutil.ignore_patterns("__pycache__"))
+    module = Path(dest) / rel
+    if not module.exists():
+        raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
+    module.write_text(module.read_text() + "\n\n# ---- mutant " + Path(mutant).stem + " ----\n" + text)
+    return target
+
+
+_EXEC = r"""
+import json, sys, time, traceback
+import jupytext
+nb = jupytext.read(sys.argv[1])
+ns = {"__name__": "__main__"}
+try:
+    from IPython.display import display
+except ImportError:
+    display = print
+ns["display"] = display
+results = {}
+for cell in nb.cells:
+    if cell.cell_type != "code":
+        continue
+    gid = cell.metadata.get("nbgrader", {}).get("grade_id", "?")
+    src = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
+    t0 = time.perf_counter()
+    try:
+        exec(compile(src, f"<cell {gid}>", "exec"), ns)
+        results[gid] = {"ok": True, "error": "", "seconds": time.perf_counter() - t0}
+    except BaseException as e:
+        results[gid] = {"ok": False, "error": "".join(traceback.format_exception_only(type(e), e))[-1500:],
+                        "seconds": time.perf_counter() - t0}
+    print(f"[cells] {gid}: {'ok' if results[gid]['ok'] else 'FAIL'} ({results[gid]['seconds']:.1f} s)",
+          file=sys.stderr, flush=True)
+print("@@RESULTS@@" + json.dumps(results))
+"""
+
+
+def execute_cells(source: str | Path, env: dict[str, str], timeout: float = 900.0,
+                  cwd: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """Execute the code cells of a jupytext notebook in order in a fresh interpreter (one namespace, like a kernel,
+    errors recorded per cell and execution continued). Returns ``{grade_id: {"ok", "error", "seconds"}}``.
+
+    The fast stand-in for an nbgrader autograde, used by the test suite to grade the reference, the skeleton and
+    every mutant; ``env`` selects the package (``HW_PACKAGE``, ``HW_PACKAGE_DIR``) and ``COURSE_FAST``."""
+    cmd = [sys.executable, "-c", _EXEC, str(Path(source).resolve())]
+    full_env = dict(os.environ)
+    full_env.update(env)
+    p = subprocess.Popen(cmd, env=full_env, cwd=cwd or tempfile.gettempdir(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_tree(p)
+        out, err = p.communicate()
+        raise TimeoutError(f"cells did not finish in {timeout} s; stderr tail:\n{err[-3000:]}") from None
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    marker = out.rfind("@@RESULTS@@")
+    if marker < 0:
+        raise RuntimeError(f"cell runner crashed (exit {p.returncode}):\n{err[-3000:]}")
+    return json.loads(out[marker + len("@@RESULTS@@"):])

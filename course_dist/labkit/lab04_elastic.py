@@ -1,0 +1,173 @@
+"""Lab 04 exercises 4 and 5: world-size changes and rehearsed restarts (drills only; never a solution).
+
+- :func:`stream_drill` checks a sampler against the one rule elastic resume needs: after ``consumed`` samples the
+  epoch's global stream continues exactly (same global batches, every sample once), whatever the world size.
+- :func:`elastic_drill` trains at world 2, saves with the simple checkpointer, resumes at world 1 and 3 with the
+  student's sampler and compares the sample stream and the loss with the uninterrupted run.
+- :func:`uninterrupted_world` is the bitwise baseline of exercise 5; :func:`run_pickled` lets torchrun run a
+  notebook function (``python -m course_dist.run course_dist.labkit.lab04_elastic:run_pickled job.pkl``).
+
+Two ranks from a notebook::
+
+    lab04_elastic.uninterrupted_world(lab04.Config(stateless_rng=True), steps=8, world_size=2)
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pandas as pd
+import torch
+
+import course_dist
+
+from .lab04 import BatchFn, Config, Trainer, epoch_order, params_vector, simple_load, simple_save
+
+# (n, batch_size, world_size, consumed, epoch, seed): remainders, uneven splits, empty ranks, mid-batch positions
+VISIBLE_COMBOS = [(100, 10, 3, 30, 0, 0), (96, 12, 2, 36, 1, 0), (100, 10, 1, 0, 0, 0), (10, 4, 3, 7, 2, 5)]
+HIDDEN_COMBOS = [(n, b, w, c, e, 7) for n in (1, 7, 50, 97) for b in (1, 3, 8) for w in (1, 2, 3, 4, 5)
+                 for c in sorted({0, 1, n // 3, n - 1}) for e in (0, 3) if b <= n and c < n]
+
+
+def stream_drill(batches: BatchFn, combos: list[tuple] = VISIBLE_COMBOS) -> pd.DataFrame:
+    """One row per combination that breaks the rule (empty = the sampler is elastic)."""
+    rows = []
+    for n, b, w, c, e, seed in combos:
+        order = epoch_order(n, seed, e)[c:]
+        want = [order[i : i + b] for i in range(0, len(order), b)]
+        per_rank = [batches(n, w, r, seed=seed, epoch=e, consumed=c, batch_size=b) for r in range(w)]
+        problem = ""
+        lens = {len(p) for p in per_rank}
+        if lens != {len(want)}:
+            problem = f"ranks have {sorted(lens)} batches, the rest of the epoch is {len(want)} global batches"
+        else:
+            for j, glob in enumerate(want):
+                got = [list(map(int, p[j])) for p in per_rank]
+                union = Counter(i for g in got for i in g)
+                if union != Counter(glob):
+                    lost = sorted(set(glob) - set(union))[:5]
+                    extra = sorted((set(union) - set(glob)) | {i for i, k in union.items() if k > 1})[:5]
+                    problem = f"global batch {j}: lost {lost}, extra or repeated {extra}"
+                    break
+                sizes = [len(g) for g in got]
+                if max(sizes) - min(sizes) > 1:
+                    problem = f"global batch {j} split unevenly: {sizes} samples per rank"
+                    break
+        if problem:
+            rows.append({"n": n, "batch": b, "world": w, "consumed": c, "epoch": e, "problem": problem})
+    return pd.DataFrame(rows, columns=["n", "batch", "world", "consumed", "epoch", "problem"])
+
+
+def _train_part(cfg: Config, root: str, start_steps: int, end_steps: int, batches: BatchFn | None) -> dict:
+    """On every rank: resume from the simple checkpoint in ``root`` (if any), train to ``end_steps``."""
+    tr = Trainer(cfg, batches=batches)
+    if root:
+        simple_load(root, tr)
+    losses = []
+    while tr.step < end_steps:
+        losses.append(tr.train_step())
+        if tr.step == start_steps:
+            simple_save(root, tr)
+    return {"losses": losses, "seen": tr.seen, "eval": tr.eval_loss(), "params": params_vector(tr.model)}
+
+
+ELASTIC_CFG = Config(n_samples=100, batch_size=10, total_steps=10, stateless_rng=True)
+ELASTIC_TOL = 0.10  # relative eval-loss tolerance after a world-size change (dropout masks differ per rank split)
+
+
+@dataclass
+class ElasticReport:
+    table: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+
+
+def elastic_drill(batches: BatchFn, *, cfg: Config = ELASTIC_CFG, save_at: int = 3, worlds: tuple = (1, 3),
+                  tol: float = ELASTIC_TOL, timeout: float = 90.0) -> ElasticReport:
+    """Save at world 2 after ``save_at`` steps, resume at each world size in ``worlds`` to the end of the epoch."""
+    steps = math.ceil(cfg.n_samples / cfg.batch_size)
+    base = course_dist.launch(_train_part, 2, args=(cfg, "", -1, steps, None), timeout=timeout, stream=False)
+    rows, problems = [{"world": "2 (uninterrupted)", "steps": steps, "eval_loss": base[0]["eval"],
+                       "rel_diff": 0.0, "lost": 0, "repeated": 0}], []
+    with tempfile.TemporaryDirectory(prefix="lab04-elastic-") as tmp:
+        first = course_dist.launch(_train_part, 2, args=(cfg, tmp, save_at, save_at, None), timeout=timeout,
+                                   stream=False)
+        before = [i for r in first for i in r["seen"]]
+        for w in worlds:
+            res = course_dist.launch(_train_part, w, args=(cfg, tmp, -1, steps, batches), timeout=timeout,
+                                     stream=False)
+            seen = Counter(before + [i for r in res for i in r["seen"]])
+            lost = cfg.n_samples - len(seen)
+            repeated = sum(k - 1 for k in seen.values())
+            rel = abs(res[0]["eval"] - base[0]["eval"]) / base[0]["eval"]
+            rows.append({"world": f"2 -> {w}", "steps": save_at + len(res[0]["losses"]), "eval_loss": res[0]["eval"],
+                         "rel_diff": rel, "lost": lost, "repeated": repeated})
+            if lost or repeated:
+                problems.append(f"world 2 -> {w}: {lost} samples of the epoch never trained on, {repeated} repeated")
+            if rel > tol:
+                problems.append(f"world 2 -> {w}: eval loss {res[0]['eval']:.4f} vs {base[0]['eval']:.4f} "
+                                f"uninterrupted (relative {rel:.3f} > {tol})")
+    return ElasticReport(pd.DataFrame(rows), problems)
+
+
+# ---- exercise 5 ---------------------------------------------------------------------------------------------------
+@dataclass
+class RecoveryReport:
+    """What a supervisor measured. ``results``: per-rank return values of the attempt that finished."""
+
+    results: list[Any]
+    attempts: int
+    failures: list[str] = field(default_factory=list)  # one line per failed attempt: who died and how
+    recovery_s: list[float] = field(default_factory=list)  # per restart: kill -> first resumed step done
+    lost_steps: list[int] = field(default_factory=list)  # per restart: steps done before the kill - resumed step
+    wall_s: float = 0.0
+
+    @property
+    def restarts(self) -> int:
+        return self.attempts - 1
+
+
+def _baseline(cfg: Config, steps: int) -> Any:
+    tr = Trainer(cfg)
+    for i in range(steps):
+        course_dist.step(i)
+        tr.train_step()
+    return params_vector(tr.model)
+
+
+_WORLD_BASELINES: dict[tuple, torch.Tensor] = {}
+
+
+def uninterrupted_world(cfg: Config, steps: int, world_size: int = 2, timeout: float = 60.0) -> torch.Tensor:
+    """Final parameters of an uninterrupted run at ``world_size`` (cached): the bitwise target of exercise 5."""
+    key = (cfg, steps, world_size)
+    if key not in _WORLD_BASELINES:
+        _WORLD_BASELINES[key] = course_dist.launch(_baseline, world_size, args=(cfg, steps), timeout=timeout,
+                                                   stream=False)[0]
+    return _WORLD_BASELINES[key]
+
+
+def read_progress(root: str) -> pd.DataFrame:
+    """The ``progress.log`` a job appends to: one ``attempt step unix_time`` line per completed step."""
+    p = Path(root) / "progress.log"
+    rows = [line.split() for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+    return pd.DataFrame([(int(a), int(s), float(t)) for a, s, t in rows], columns=["attempt", "step", "time"])
+
+
+def dump_job(path: str, fn: Any, *args: Any) -> str:
+    """Pickle ``fn`` (by value, so a notebook function works) and its arguments for :func:`run_pickled`."""
+    Path(path).write_bytes(cloudpickle.dumps((fn, args)))
+    return path
+
+
+def run_pickled(path: str) -> Any:
+    """Entry point for torchrun: ``-m course_dist.run course_dist.labkit.lab04_elastic:run_pickled job.pkl``."""
+    import os
+
+    fn, args = cloudpickle.loads(Path(path).read_bytes())
+    return fn(*args, attempt=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0))

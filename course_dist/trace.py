@@ -1,0 +1,115 @@
+"""Collective trace: what every rank called, as one DataFrame, and the first place where ranks disagree.
+
+``launch(fn, trace=True)`` records each ``torch.distributed`` collective a rank issues (``_record``) and returns
+``result.trace`` (also ``err.trace`` on RankError / LaunchTimeout, holding what was written before the failure).
+Columns: rank, seq (per group, per rank), op, shape, dtype, group, call site, t_start, t_end (None: never returned
+or never waited on).
+
+Why our own trace when torch has ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: DETAIL reports most mismatches, but a rank that
+*skips* a collective and then calls a barrier is reported as a REDUCE/GATHER mismatch; lining up per-rank
+sequences names the rank that skipped and where each rank was.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+COLUMNS = ["rank", "seq", "op", "shape", "dtype", "group", "site", "t_start", "t_end"]
+P2P_GROUP = "p2p"
+
+
+def to_frame(rows: list[dict], world_size: int) -> pd.DataFrame:
+    """Records from the ranks' JSONL files -> DataFrame sorted by (rank, group, seq); ``attrs['world_size']``."""
+    df = pd.DataFrame(rows)
+    for c in COLUMNS + ["group_ranks"]:
+        if c not in df:
+            df[c] = None
+    df["shape"] = df["shape"].map(lambda s: tuple(tuple(x) if isinstance(x, list) else x for x in s)
+                                  if isinstance(s, list) else s)
+    df = df[COLUMNS + ["group_ranks"]].sort_values(["rank", "group", "seq"], kind="stable").reset_index(drop=True)
+    df.attrs["world_size"] = world_size
+    return df
+
+
+@dataclass
+class Divergence:
+    """Where ranks first disagree. ``ranks`` are the odd ones out; ``calls`` maps every member rank to its call."""
+
+    seq: int
+    group: str
+    reason: str  # "op", "shape", "dtype" or "missing"
+    ranks: list[int]
+    calls: dict[int, dict | None] = field(default_factory=dict)
+    message: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _call(row: Any) -> dict:
+    return {"op": row.op, "shape": row.shape, "dtype": row.dtype, "site": row.site}
+
+
+def _fmt(call: dict | None) -> str:
+    if call is None:
+        return "never called it"
+    shape = f"(shape={list(call['shape'])}, {call['dtype']})" if call["shape"] is not None else "()"
+    return f"called {call['op']}{shape} at {call['site']}"
+
+
+def first_divergence(trace: pd.DataFrame, world_size: int | None = None) -> Divergence | None:
+    """The first sequence number where ranks disagree (different op, shape or dtype, or a rank that never called
+    it), or None when every group's sequences agree. Point-to-point ops (send/recv) are not compared.
+
+    When several groups diverge, the one whose divergent call started earliest is reported.
+    """
+    if not isinstance(trace, pd.DataFrame):
+        raise TypeError(f"first_divergence expects the trace DataFrame (result.trace), got {type(trace).__name__}")
+    world = world_size or trace.attrs.get("world_size") or (int(trace["rank"].max()) + 1 if len(trace) else 0)
+    found: list[tuple[float, Divergence]] = []
+    for gname, g in trace[trace["group"] != P2P_GROUP].groupby("group", sort=False):
+        granks = next((r for r in g["group_ranks"] if r), None)
+        members = list(granks) if granks else list(range(world))
+        by_rank = {r: {int(s.seq): s for s in rows.itertuples()} for r, rows in g.groupby("rank")}
+        for seq in range(int(g["seq"].max()) + 1):
+            calls = {r: (_call(by_rank[r][seq]) if seq in by_rank.get(r, {}) else None) for r in members}
+            div = _compare(seq, str(gname), calls, by_rank)
+            if div is not None:
+                t = min(float(by_rank[r][seq].t_start) for r in members if seq in by_rank.get(r, {}))
+                found.append((t, div))
+                break
+    return min(found, key=lambda x: x[0])[1] if found else None
+
+
+def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict) -> Divergence | None:
+    keys = {r: (None if c is None else (c["op"], c["shape"], c["dtype"])) for r, c in calls.items()}
+    if len(set(keys.values())) <= 1:
+        return None
+    majority, _ = Counter(keys.values()).most_common(1)[0]
+    odd = sorted(r for r, k in keys.items() if k != majority)
+    if majority is None:  # most ranks never got here: the few that did are ahead, the rest are the story
+        odd = sorted(r for r, k in keys.items() if k is None)
+    missing = [r for r in odd if keys[r] is None]
+    ref = next(r for r, k in keys.items() if k == majority) if majority is not None else None
+    if missing:
+        reason = "missing"
+    elif ref is not None and keys[odd[0]][0] != keys[ref][0]:
+        reason = "op"
+    elif ref is not None and keys[odd[0]][1] != keys[ref][1]:
+        reason = "shape"
+    else:
+        reason = "dtype"
+    lines = [f"collective #{seq} in group {gname}: ranks disagree ({reason})"]
+    for r in sorted(calls):
+        lines.append(f"  rank {r} {_fmt(calls[r])}" + ("   <- odd one out" if r in odd else ""))
+    if reason == "op" and ref is not None:  # a rank that skipped a collective is one call ahead of the others
+        for r in odd:
+            nxt = by_rank.get(ref, {}).get(seq + 1)
+            if nxt is not None and calls[r] is not None and nxt.op == calls[r]["op"]:
+                lines.append(f"  rank {r} looks like it skipped {calls[ref]['op']} #{seq}: its #{seq} is the "
+                             f"{nxt.op} the others call next")
+    return Divergence(seq, gname, reason, odd, calls, "\n".join(lines))

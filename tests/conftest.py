@@ -1,0 +1,76 @@
+"""Shared pytest fixtures.
+
+- ``COURSE_FAST=1`` for every test (labs pick their small sizes, as under the autograder).
+- ``no_surviving_children``: fails a test that leaves any descendant process alive (launch ranks, their
+  DataLoader workers, torchrun workers). The long-lived helpers that are *meant* to outlive a test are excluded:
+  course_dist's forkserver and multiprocessing's resource tracker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+os.environ.setdefault("COURSE_FAST", "1")
+
+
+def _helpers() -> set[int]:
+    pids: set[int] = set()
+    try:
+        from course_dist import _mp
+
+        if _mp.forkserver_pid():
+            pids.add(_mp.forkserver_pid())
+    except ImportError:
+        pass
+    try:
+        from multiprocessing import forkserver, resource_tracker
+
+        if resource_tracker._resource_tracker._pid:
+            pids.add(resource_tracker._resource_tracker._pid)
+        if forkserver._forkserver._forkserver_pid:
+            pids.add(forkserver._forkserver._forkserver_pid)
+    except (ImportError, AttributeError):
+        pass
+    return pids
+
+
+def live_descendants(exclude: set[int] = frozenset()) -> list[psutil.Process]:
+    """Descendants of this process that are alive (zombies are dead), minus helpers and ``exclude``."""
+    skip = _helpers() | set(exclude)
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.pid not in skip and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def assert_no_survivors(before: set[int], wait_s: float = 5.0) -> None:
+    """Poll up to ``wait_s`` for every descendant that was not there ``before`` to be gone; fail naming them."""
+    end = time.monotonic() + wait_s
+    while True:
+        left = live_descendants(before)
+        if not left or time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    desc = []
+    for p in left:
+        try:
+            desc.append(f"pid {p.pid} {' '.join(p.cmdline())[:120]}")
+        except psutil.Error:
+            pass
+    assert not desc, f"{len(desc)} child process(es) survived the test: {desc}"
+
+
+@pytest.fixture
+def no_surviving_children():
+    """Use on any test that starts processes: asserts none of them is alive afterwards."""
+    before = {p.pid for p in live_descendants()}
+    yield
+    assert_no_survivors(before)
