@@ -44,6 +44,9 @@ class CourseConfig:
             submission's entire process tree (kernel, ranks, grandchildren) is killed and the row says why.
         fast: run grading kernels with ``COURSE_FAST=1`` (small sizes; DESIGN.md "fast grading mode").
         kernel_env: extra environment variables for grading kernels.
+        stderr_fails: nbgrader's default scores a test cell 0 when it writes anything to stderr. Distributed
+            cells print harmless warnings there (torch/c10d, streamed rank stderr), so by default a test cell
+            fails if and only if it raises; set True for nbgrader's stricter rule.
     """
 
     root: Path = REPO_ROOT
@@ -57,6 +60,7 @@ class CourseConfig:
     notebook_timeout: float = field(default_factory=lambda: _env_float("COURSE_NOTEBOOK_TIMEOUT", 900.0))
     fast: bool = True
     kernel_env: tuple[tuple[str, str], ...] = ()
+    stderr_fails: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).resolve())

@@ -111,6 +111,13 @@ def cell_errors(notebook: Path) -> dict[str, str]:
         if not meta.get("grade") or cell.cell_type != "code":
             continue
         errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
+        stderr = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+        if not errs and stderr:
+            first = (stderr[0].get("text") or "").strip().splitlines()[:1]
+            out[meta["grade_id"]] = f"wrote to stderr (nbgrader scores that as a failure): {''.join(first)[:120]}"
+        elif not errs and results:
+            out[meta["grade_id"]] = "the cell's last expression is a number below full marks (nbgrader partial credit)"
         if errs:
             names = []
             for e in errs:

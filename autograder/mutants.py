@@ -132,7 +132,6 @@ def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, st
     nb = copy.deepcopy(nb)
     if stop_after is not None:
         nb.cells = nb.cells[: stop_after + 1]
-    results: dict[str, bool] = {}
     with tempfile.TemporaryDirectory(prefix=f"{lab}-exec-") as tmp:
         for item in (cfg.solutions / lab).iterdir():
             if item.is_file() and item.name != f"{lab}.py":
@@ -144,13 +143,27 @@ def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, st
                 client.execute()
             except DeadKernelError as exc:
                 log.warning("%s: kernel died: %s", lab, exc)
+    return {gid: score == full for gid, (score, full) in score_cells(cfg, nb).items()}
+
+
+def score_cells(cfg: CourseConfig, nb: nbformat.NotebookNode) -> dict[str, tuple[float, float]]:
+    """grade_id -> (score, max) of every executed auto cell, by nbgrader's own rule (``determine_grade``)."""
+    from nbgrader.utils import determine_grade
+
+    out = {}
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
-            ran = cell.get("execution_count") is not None or bool(cell.get("outputs"))
-            ok = ran and not any(o.get("output_type") == "error" for o in cell.outputs)
-            results[meta["grade_id"]] = ok
-    return results
+            if cell.get("execution_count") is None and not cell.get("outputs"):
+                out[meta["grade_id"]] = (0.0, float(meta.get("points", 0)))  # never ran (kernel died)
+                continue
+            cell = copy.deepcopy(cell)
+            if not cfg.stderr_fails:
+                cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream"
+                                                                and o.get("name") == "stderr")]
+            score, full = determine_grade(cell)
+            out[meta["grade_id"]] = (float(score or 0.0), float(full))
+    return out
 
 
 def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa: ANN001 - Rubric
@@ -186,13 +199,100 @@ def check_mutant(cfg: CourseConfig, m: Mutant) -> list[str]:
     return problems
 
 
+def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None = None,
+                      progress: bool = False) -> dict[str, list[str]]:
+    """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its exercise).
+
+    Walking the reference notebook once, at each answer cell that has mutants we run, per mutant: the mutant's
+    source, then the cells up to the next exercise's tests (recording nbgrader's score of each auto cell); then the
+    reference cell again and onwards. Re-running cells in order re-establishes the state, so each mutant sees the
+    reference prefix (a fresh kernel per mutant would cost a kernel start and the whole prefix each time). A kernel
+    that dies is restarted and the prefix replayed.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+    from tqdm.auto import tqdm
+
+    from autograder.rubrics import load_rubric
+
+    rubric = load_rubric(cfg.rubric / f"{lab}.yaml")
+    mutants = find_mutants(cfg, lab) if mutants is None else mutants
+    nb = source_notebook(cfg, lab)
+    pos = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
+    problems: dict[str, list[str]] = {}
+    by_cell: dict[int, list[Mutant]] = {}
+    for m in mutants:
+        try:
+            ex = rubric.exercise(m.exercise)
+        except KeyError as exc:
+            problems[m.name] = [str(exc)]
+            continue
+        if m.replaces not in pos or m.replaces not in ex.solution_cells:
+            problems[m.name] = [f"replaces {m.replaces!r}, which is not an answer cell of exercise {m.exercise!r} "
+                                f"(its answer cells: {list(ex.solution_cells)})"]
+            continue
+        by_cell.setdefault(pos[m.replaces], []).append(m)
+    if not by_cell:
+        return problems
+    last = max(stop_index(nb, rubric, ms[0].exercise) for ms in by_cell.values())
+    bar = tqdm(total=len(mutants), desc=f"{lab} mutants", disable=not progress)
+
+    with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp, _env(**cfg.kernel_environ()):
+        for item in (cfg.solutions / lab).iterdir():
+            if item.is_file() and item.name != f"{lab}.py":
+                shutil.copy2(item, tmp)
+        client = NotebookClient(copy.deepcopy(nb), timeout=int(cfg.cell_timeout), allow_errors=True,
+                                kernel_name="python3", resources={"metadata": {"path": tmp}})
+
+        def run(cell: nbformat.NotebookNode, index: int) -> bool:
+            """Execute one cell; False if the kernel died (then it has been restarted and the prefix replayed)."""
+            try:
+                client.execute_cell(cell, index)
+                return True
+            except DeadKernelError:
+                log.warning("%s: kernel died in cell %d; restarting and replaying cells [0, %d)", lab, index, index)
+                client.km.restart_kernel(now=True)
+                client.kc.stop_channels()
+                client.kc = client.km.client()
+                client.kc.start_channels()
+                client.wait_for_reply(client.kc.kernel_info())
+                for j in range(index):
+                    client.execute_cell(copy.deepcopy(nb.cells[j]), j)
+                return False
+
+        with client.setup_kernel():
+            for i in range(last + 1):
+                for m in by_cell.get(i, []):
+                    stop = stop_index(nb, rubric, m.exercise)
+                    window = nbformat.v4.new_notebook()
+                    window.cells = [copy.deepcopy(c) for c in nb.cells[i: stop + 1]]
+                    window.cells[0].source = m.source
+                    for k, cell in enumerate(window.cells):
+                        if not run(cell, i + k):
+                            break
+                    got = {gid: sc == full for gid, (sc, full) in score_cells(cfg, window).items()}
+                    ex = rubric.exercise(m.exercise)
+                    probs = [f"its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
+                             for gid in sorted(ex.auto_ids) if got.get(gid, False)]
+                    probs += [f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
+                              for gid, ok in sorted(got.items()) if gid not in ex.auto_ids and not ok]
+                    problems[m.name] = probs
+                    bar.update()
+                run(copy.deepcopy(nb.cells[i]), i)  # the reference cell: state back on the reference path
+    bar.close()
+    return problems
+
+
 def check_all(cfg: CourseConfig, labs: list[str] | None = None) -> int:
     bad = 0
     for lab in labs or cfg.lab_ids():
-        for m in find_mutants(cfg, lab):
-            problems = check_mutant(cfg, m)
+        if not (cfg.rubric / f"{lab}.yaml").exists():
+            log.error("%s: no rubric, cannot check mutants", lab)
+            bad += 1
+            continue
+        for name, problems in sorted(check_lab_mutants(cfg, lab, progress=True).items()):
             for p in problems:
-                log.error("%s: %s", lab, p)
-            log.info("%s/%s: %s", lab, m.name, "ok" if not problems else "FAILED")
+                log.error("%s/%s: %s", lab, name, p)
+            log.info("%s/%s: %s", lab, name, "ok" if not problems else "FAILED")
             bad += bool(problems)
     return 1 if bad else 0

@@ -17,6 +17,7 @@ from traitlets.config import Config
 from autograder.config import CourseConfig
 
 STUB_TOKEN = "@@COURSE_TASK@@"
+STDERR_ANY = r"(?s)^"  # matches every stderr text
 
 
 def ensure_bin_on_path() -> None:
@@ -59,7 +60,6 @@ def nbgrader_config(cfg: CourseConfig, *, db_path: Path | None = None, exercise_
     c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
     c.NameStubs.exercise_of = dict(exercise_of or {})
     from nbgrader.converters.generate_assignment import GenerateAssignment
-
     from nbgrader.preprocessors import ClearSolutions
 
     pps = list(GenerateAssignment.class_traits()["preprocessors"].make_dynamic_default())
@@ -73,6 +73,10 @@ def nbgrader_config(cfg: CourseConfig, *, db_path: Path | None = None, exercise_
     c.Execute.startup_timeout = 120
     c.Execute.execute_retries = 0
     c.Autograde.create_student = True
+    if not cfg.stderr_fails:
+        # a test cell fails iff it raises: drop its stderr before nbgrader scores it (see CourseConfig.stderr_fails)
+        c.IgnorePattern.enabled = True
+        c.IgnorePattern.pattern = STDERR_ANY
     # Feedback shows hidden tests by design (measured.md); the release never does.
     return c
 

@@ -60,9 +60,19 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
     path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
 
 
-def _copy_extras(src_dir: Path, dst_dir: Path, skip: set[str]) -> None:
+def is_code(item: Path) -> bool:
+    """Python files, or folders holding any: reference code (e.g. the homework's reference package) lives there."""
+    if item.is_dir():
+        return any(p.suffix in (".py", ".pyc") for p in item.rglob("*"))
+    return item.suffix in (".py", ".pyc", ".so")
+
+
+def _copy_extras(src_dir: Path, dst_dir: Path, skip: set[str], *, data_only: bool = False) -> None:
     for item in sorted(src_dir.iterdir()):
         if item.name in SKIP_FILES or item.name in skip or item.suffix == ".pyc":
+            continue
+        if data_only and is_code(item):
+            log.info("not released (code): %s", item)
             continue
         target = dst_dir / item.name
         if item.is_dir():
@@ -89,8 +99,9 @@ def generate_assignment(cfg: CourseConfig, lab: str) -> Path:
     if src_dir.exists():
         shutil.rmtree(src_dir)
     src_dir.mkdir(parents=True)
-    # Everything beside the .py source travels (hints.yaml, data); the .py itself holds the solutions.
-    _copy_extras(cfg.solutions / lab, src_dir, skip={f"{lab}.py"})
+    # Data beside the source travels (hints.yaml, csv, images); code does not: the .py holds the solutions and a
+    # package beside it (the homework's fttrainer/) is the reference implementation.
+    _copy_extras(cfg.solutions / lab, src_dir, skip={f"{lab}.py"}, data_only=True)
     write_notebook(build_source_notebook(cfg, lab), src_dir / f"{lab}.ipynb")
 
     c = nbgrader_config(cfg, exercise_of=exercise_map(cfg, lab))

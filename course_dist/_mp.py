@@ -26,7 +26,7 @@ from multiprocessing import context as mp_context
 from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
 from typing import Any
 
-PRELOAD = ["torch", "torch.distributed", "course_dist._worker"]
+PRELOAD = ["torch", "torch.distributed", "torch._dynamo", "course_dist._worker"]  # optimizers import _dynamo
 _server: forkserver.ForkServer | None = None
 _server_lock = threading.Lock()
 

@@ -142,10 +142,10 @@ def _fail(run: _Run, trace: bool) -> None:
     def state(r: int) -> str:
         res, code = results[r], run.procs[r].exitcode
         last = format_collective(_record.read_last(run.run_dir, r))
+        if res is not None and res["ok"]:
+            return "returned normally" + (" (was waiting for the others to finish)" if r in killed else "")
         if r in killed:
             return f"still running, killed by the launcher (last collective: {last})"
-        if res is not None and res["ok"]:
-            return "returned normally"
         if res is not None:
             why = " (a consequence of the failure above)" if is_secondary(res["message"]) else ""
             return f"raised {res['exc_type']}: {_first_line(res['message'])}{why}"
@@ -179,7 +179,9 @@ def _fail(run: _Run, trace: bool) -> None:
 
 
 def _timeout(run: _Run, timeout: float, trace: bool) -> None:
-    live = run.live()
+    # ranks that returned wait for the others on the store before exiting: they count as finished
+    finished = [r for r in range(run.world) if os.path.exists(os.path.join(run.run_dir, f"result.{r}"))]
+    live = [r for r in run.live() if r not in finished]
     asked = []
     for r in live:
         if os.path.exists(os.path.join(run.run_dir, f"ready.{r}")):  # before that, SIGUSR1 would kill it
@@ -189,10 +191,9 @@ def _timeout(run: _Run, timeout: float, trace: bool) -> None:
             except ProcessLookupError:
                 pass
     _wait_for_dumps(run.run_dir, asked)
-    run.kill(live)
+    run.kill(run.live())
     stacks = {r: read_stack(run.run_dir, r) or "(no stack dump: the rank had not started Python yet)" for r in live}
     last = {r: _record.read_last(run.run_dir, r) for r in range(run.world)}
-    finished = [r for r in range(run.world) if r not in live]
     out, err = run.texts()
     msg = (f"launch timed out after {timeout:g} s (the launcher's timeout): ranks {live} still running, "
            f"ranks {finished} finished.\nLast collective per rank:\n"

@@ -137,6 +137,14 @@ def main(spec: dict[str, Any]) -> None:
             ) from e
         _write_result(run_dir, rank, {"ok": True, "value": payload, "t": time.time()})
         _flush()
+        if world > 1:
+            # Leave together. A rank that returns first and exits can cut a peer that is still inside gloo's
+            # connectFullMesh ("Connection closed by peer" in init_process_group, ~1 in 100 launches measured).
+            # On the store, not the process group: a process-group barrier would pair with a peer's pending
+            # (mismatched) collective and hide the bug the trace should show.
+            if store.add("course_dist/exit_count", 1) == world:
+                store.set("course_dist/exit_all", "1")
+            store.wait(["course_dist/exit_all"])
         if dist.is_initialized():
             dist.destroy_process_group()
     except BaseException as e:  # noqa: B036 - report KeyboardInterrupt/SystemExit from user code too

@@ -108,8 +108,20 @@ def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict)
         lines.append(f"  rank {r} {_fmt(calls[r])}" + ("   <- odd one out" if r in odd else ""))
     if reason == "op" and ref is not None:  # a rank that skipped a collective is one call ahead of the others
         for r in odd:
-            nxt = by_rank.get(ref, {}).get(seq + 1)
-            if nxt is not None and calls[r] is not None and nxt.op == calls[r]["op"]:
-                lines.append(f"  rank {r} looks like it skipped {calls[ref]['op']} #{seq}: its #{seq} is the "
-                             f"{nxt.op} the others call next")
+            if _looks_skipped(calls[r], calls[ref], by_rank.get(ref, {}).get(seq + 1)):
+                lines.append(f"  rank {r} looks like it skipped {calls[ref]['op']} #{seq} at {calls[ref]['site']} "
+                             f"(a branch that differs by rank?): its #{seq} is a later call")
     return Divergence(seq, gname, reason, odd, calls, "\n".join(lines))
+
+
+def _split_site(site: str) -> tuple[str, int]:
+    path, _, line = (site or "").rpartition(":")
+    return path, int(line) if line.isdigit() else -1
+
+
+def _looks_skipped(mine: dict, theirs: dict, their_next: Any) -> bool:
+    """Our call is the one the others make next, or sits later in the same file than theirs."""
+    if their_next is not None and their_next.op == mine["op"]:
+        return True
+    (f1, l1), (f2, l2) = _split_site(mine["site"]), _split_site(theirs["site"])
+    return f1 == f2 and l1 > l2 >= 0

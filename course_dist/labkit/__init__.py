@@ -1,1 +1,1 @@
-"""Per-lab machinery (models, data, measurement harnesses, plots) that the notebooks import; never a solution."""
+"""Per-lab machinery (models, data, measurement harnesses, plots) for the notebooks; never solutions."""

@@ -1,7 +1,8 @@
-"""Lab 02 machinery - "DDP under the hood": the model, the data, rank functions, measurement harnesses and plots.
+"""Lab 02 machinery - "DDP under the hood": model, data, rank functions, measurement harnesses and plots.
 
-Nothing here solves an exercise. Every harness takes the student's function as an argument, so the same harness
-measures a student's answer, the reference, or (where it makes sense) torch's own implementation side by side.
+Nothing here solves an exercise. Every harness takes the student's function as an argument, so the same
+harness measures a student's answer, the reference, or (where it makes sense) torch's own implementation side
+by side.
 
 Single process (a notebook cell)::
 
@@ -13,7 +14,8 @@ Inside ranks (what the notebook's cells do)::
     course_dist.launch(lab02.bug_no_broadcast, world_size=2, args=(check_replicas,))
 
 Under torchrun the rank functions run unchanged: ``torchrun --nproc-per-node 2 -m course_dist.run
-course_dist.labkit.lab02:bug_no_broadcast`` needs a ``check`` argument, so call them from your own module instead.
+course_dist.labkit.lab02:bug_no_broadcast`` needs a ``check`` argument, so call them from your own module
+instead.
 """
 
 from __future__ import annotations
@@ -34,13 +36,28 @@ log = logging.getLogger("course_dist.labkit.lab02")
 MB = 1 << 20
 
 
-# ---------------------------------------------------------------------------------------------------- model, data
+def _preload_dynamo() -> None:
+    # Constructing torch's DistributedDataParallel imports torch._dynamo (~800 modules, 4-7 s on a busy 2-core
+    # box) in *every* fresh rank. Ranks are forks of course_dist's forkserver: preloading it there once makes
+    # each DDP rank start in milliseconds. Only possible before the server starts (the first launch).
+    # TODO(lead): move "torch._dynamo" into course_dist._mp.PRELOAD and delete this.
+    from course_dist import _mp
+
+    if getattr(_mp, "_server", None) is None and "torch._dynamo" not in _mp.PRELOAD:
+        _mp.PRELOAD.append("torch._dynamo")
+
+
+_preload_dynamo()
+
+
+# ---- model, data ----
 @dataclass(frozen=True)
 class ModelConfig:
     """Size of the lab's MLP (fp32).
 
     Attributes:
-        d_in: input features; also the width of the frozen input projection (d_in x d_in, requires_grad=False).
+        d_in: input features; also the width of the frozen input projection (d_in x d_in,
+            requires_grad=False).
         width: hidden width of every trainable block; the parameter count grows as depth * width**2.
         depth: number of hidden Linear+ReLU blocks after the input block.
         classes: output classes of the head (and of the auxiliary head, used only when asked).
@@ -72,11 +89,11 @@ def model_config(size: str = "lab") -> ModelConfig:
 class LabNet(nn.Module):
     """An MLP with everything DDP has to respect: a buffer, a frozen parameter and an optionally unused head.
 
-    - ``scale`` (buffer): a random per-feature input scale. Not a parameter, so a broadcast of parameters alone
-      leaves replicas different.
+    - ``scale`` (buffer): a random per-feature input scale. Not a parameter, so a broadcast of parameters
+      alone leaves replicas different.
     - ``frozen`` (Linear, requires_grad=False): a "pretrained" projection; no gradient, never all-reduced.
-    - ``aux`` (Linear): an auxiliary head used only when ``forward(x, use_aux=True)``; otherwise its parameters
-      get no gradient at all (``.grad is None``) - an *unused parameter* in DDP's sense.
+    - ``aux`` (Linear): an auxiliary head used only when ``forward(x, use_aux=True)``; otherwise its
+      parameters get no gradient at all (``.grad is None``) - an *unused parameter* in DDP's sense.
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -98,7 +115,8 @@ class LabNet(nn.Module):
 
 
 def make_model(cfg: ModelConfig, seed: int) -> LabNet:
-    """A LabNet initialised from ``seed`` on ``course_dist.device()`` (cpu under gloo, cuda:<local rank> under NCCL)."""
+    """A LabNet initialised from ``seed`` on ``course_dist.device()`` (cpu under gloo, cuda:<local rank> under
+    NCCL)."""
     from course_dist import device
 
     torch.manual_seed(seed)
@@ -119,10 +137,11 @@ def global_batch(step: int, n: int, cfg: ModelConfig, seed: int = 0) -> tuple[to
     return make_data(n, cfg, seed=1000 * seed + step)
 
 
-# ---------------------------------------------------------------------------------------------------- fingerprints
+# ---- fingerprints ----
 def fingerprint(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
     """Three float64 numbers that change when any element of any tensor changes: (sum, sum of squares, sum of
-    x_i * sin(i + 1)). The last one catches permutations that the first two miss. Returned on the tensors' device."""
+    x_i * sin(i + 1)). The last one catches permutations that the first two miss. Returned on the tensors'
+    device."""
     flat = [t.detach().reshape(-1).to(torch.float64) for t in tensors]
     if not flat:
         return torch.zeros(3, dtype=torch.float64)
@@ -132,7 +151,7 @@ def fingerprint(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
 
 
 def state_fingerprint(model: nn.Module) -> dict[str, list[float]]:
-    """Fingerprints of the parameters and of the buffers, as plain floats (what a rank returns to the notebook)."""
+    """Fingerprints of the parameters and of the buffers as plain floats (what a rank returns)."""
     return {
         "params": fingerprint(model.parameters()).tolist(),
         "buffers": fingerprint(model.buffers()).tolist(),
@@ -140,8 +159,8 @@ def state_fingerprint(model: nn.Module) -> dict[str, list[float]]:
 
 
 class ContractViolation(AssertionError):
-    """Replicas that must be identical are not. ``.name`` says what was compared, ``.ranks`` which ranks differ
-    from rank 0 (the source of truth, as in DDP's broadcast from rank 0)."""
+    """Replicas that must be identical are not. ``.name`` says what was compared, ``.ranks`` which ranks
+    differ from rank 0 (the source of truth, as in DDP's broadcast from rank 0)."""
 
     def __init__(self, name: str, ranks: list[int], detail: str = "") -> None:
         super().__init__(f"{name} diverged on rank(s) {ranks} (compared with rank 0). {detail}".strip())
@@ -149,11 +168,12 @@ class ContractViolation(AssertionError):
         self.ranks = ranks
 
 
-# ---------------------------------------------------------------------------------------------------- recorder
+# ---- recorder ----
 @contextmanager
 def record_collectives() -> Iterator[list[dict[str, Any]]]:
     """In a rank: record every ``dist.all_reduce`` / ``broadcast`` / ``all_gather`` call made through the
-    ``torch.distributed`` namespace: ``{"op", "numel", "async_op", "t"}`` (t = time.perf_counter() at the call).
+    ``torch.distributed`` namespace: ``{"op", "numel", "async_op", "t"}`` (t = time.perf_counter() at the
+    call).
 
     Used by the structural tests of exercise 5 ("how many collectives did this backward launch, and when?"),
     independently of ``launch(trace=True)``, and with a clock shared with the test's own marks."""
@@ -178,11 +198,12 @@ def record_collectives() -> Iterator[list[dict[str, Any]]]:
             setattr(dist, op, fn)
 
 
-# ---------------------------------------------------------------------------------------------------- training loops
+# ---- training loops ----
 def _sgd(model: nn.Module) -> torch.optim.Optimizer:
     # Momentum makes a wrong gradient compound over steps, so a small error becomes a visible one.
-    # Weight decay moves every parameter that has a gradient - even a zero one - so a parameter that should have
-    # been left alone (unused everywhere: grad None) visibly changes if someone filled its grad with zeros.
+    # Weight decay moves every parameter that has a gradient - even a zero one - so a parameter that should
+    # have been left alone (unused everywhere: grad None) visibly changes if someone filled its grad with
+    # zeros.
     return torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9,
                            weight_decay=0.01)
 
@@ -200,10 +221,10 @@ def _use_aux(unused: str) -> bool:
     return {"none": True, "all": False, "rank0": dist.get_rank() == 0}[unused]
 
 
-def train_naive(average_gradients: Callable, steps: int = 4, batch: int = 8, seed: int = 0, unused: str = "all",
-                size: str = "tiny") -> dict[str, torch.Tensor]:
-    """Rank function: ``steps`` SGD steps, gradients synchronised by ``average_gradients(model)`` after backward.
-    Returns the model's state dict (cpu) plus ``"aux_grad_is_none"``."""
+def train_naive(average_gradients: Callable, steps: int = 4, batch: int = 8, seed: int = 0,
+                unused: str = "all", size: str = "tiny") -> dict[str, torch.Tensor]:
+    """Rank function: ``steps`` SGD steps, gradients synchronised by ``average_gradients(model)`` after
+    backward. Returns the model's state dict (cpu) plus ``"aux_grad_is_none"``."""
     cfg = model_config(size)
     model = make_model(cfg, seed)  # same seed on every rank: replicas start equal without a broadcast
     opt = _sgd(model)
@@ -259,14 +280,17 @@ def train_single(world: int, steps: int = 4, batch: int = 8, seed: int = 0, unus
 
 def max_abs_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     """Largest |a - b| over the tensors both state dicts hold (floating tensors only)."""
-    return max(float((a[k].double() - b[k].double()).abs().max()) for k in a if k in b and a[k].is_floating_point())
+    keys = [k for k in a if k in b and a[k].is_floating_point()]
+    return max(float((a[k].double() - b[k].double()).abs().max()) for k in keys)
 
 
 def train_bucketed(ddp_cls: Callable, steps: int = 3, batch: int = 8, seed: int = 0, size: str = "tiny",
-                   accum: int = 1, bucket_cap_mb: float = 25.0, first_bucket_mb: float = 1.0) -> dict[str, Any]:
+                   accum: int = 1, bucket_cap_mb: float = 25.0,
+                   first_bucket_mb: float = 1.0) -> dict[str, Any]:
     """Rank function for exercise 5: train with ``ddp_cls(model, bucket_cap_mb=..., first_bucket_mb=...)`` and
-    record the structure of every step: collectives per (micro)step, their sizes in launch order, how many had been
-    launched when ``backward()`` returned, and whether they were async. Returns the state dict and the records."""
+    record the structure of every step: collectives per (micro)step, their sizes in launch order, how many had
+        been launched when ``backward()`` returned, and whether they were async. Returns the state dict and
+        the records."""
     cfg = model_config(size)
     model = make_model(cfg, seed)
     ddp = ddp_cls(model, bucket_cap_mb=bucket_cap_mb, first_bucket_mb=first_bucket_mb)
@@ -300,10 +324,11 @@ def trainable_sizes(size: str = "tiny") -> list[int]:
     return [p.numel() * p.element_size() for p in LabNet(model_config(size)).parameters() if p.requires_grad]
 
 
-# ------------------------------------------------------------------------------------------- exercise 2, 4, 6 checks
+# ---- exercise 2, 4, 6 checks ----
 def broadcast_check(broadcast_model: Callable, src: int = 0) -> dict[str, Any]:
-    """Rank function: seed differently per rank, build the model, fingerprint, ``broadcast_model(model, src)``,
-    fingerprint again; also whether the parameter/buffer objects are the same ones (in-place update)."""
+    """Rank function: seed differently per rank, build the model, fingerprint, ``broadcast_model(model,
+    src)``, fingerprint again; also whether the parameter/buffer objects are the same ones (in-place update).
+    """
     torch.manual_seed(100 + dist.get_rank())
     model = make_model(model_config("tiny"), seed=100 + dist.get_rank())
     before, ids = state_fingerprint(model), [id(t) for t in [*model.parameters(), *model.buffers()]]
@@ -318,8 +343,9 @@ def ring_input(n: int, rank: int) -> torch.Tensor:
 
 
 def ring_check(ring_all_reduce: Callable, lengths: list[int]) -> dict[int, torch.Tensor]:
-    """Rank function: run ``ring_all_reduce`` on ``ring_input(n, rank)`` for each length with ``dist.all_reduce``
-    disabled (the point is to build it from send/recv). Returns ``{n: result (cpu)}``; also checks in-place."""
+    """Rank function: run ``ring_all_reduce`` on ``ring_input(n, rank)`` for each length with
+    ``dist.all_reduce`` disabled (the point is to build it from send/recv). Returns ``{n: result (cpu)}``;
+    also checks that it works in place."""
     from course_dist import device
 
     def forbidden(*args: Any, **kwargs: Any) -> None:
@@ -340,7 +366,8 @@ def ring_check(ring_all_reduce: Callable, lengths: list[int]) -> dict[int, torch
 
 
 def clean_check(check: Callable) -> list[int]:
-    """Rank function: identical replicas (same seed everywhere); the checker must stay silent. Returns named ranks."""
+    """Rank function: identical replicas (same seed everywhere); the checker must stay silent. Returns named
+    ranks."""
     model = make_model(model_config("tiny"), seed=3)
     try:
         check("parameters", list(model.parameters()))
@@ -380,8 +407,8 @@ def _kill_drill_rank(steps: int) -> int:
 
 
 def kill_drill(kill_step: int = 3, steps: int = 1000) -> dict[str, Any]:
-    """What plain DDP does when a rank dies: SIGKILL rank 1 at ``kill_step`` of a torch DDP job (world 2) and time
-    how long until the launch reports it. Nothing recovers: the whole job stops."""
+    """What plain DDP does when a rank dies: SIGKILL rank 1 at ``kill_step`` of a torch DDP job (world 2) and
+    time how long until the launch reports it. Nothing recovers: the whole job stops."""
     from course_dist import Fault, RankError, launch
 
     t0 = time.perf_counter()
@@ -395,10 +422,12 @@ def kill_drill(kill_step: int = 3, steps: int = 1000) -> dict[str, Any]:
             "detect_s": time.perf_counter() - t0, "steps completed by survivors": kill_step}
 
 
-# ---------------------------------------------------------------------------------------------------- measurements
+# ---- measurements ----
 def time_steps(impl: str, *, steps: int, batch: int, average_gradients: Callable | None = None,
-               ddp_cls: Callable | None = None, bucket_cap_mb: float = 25.0, warmup: int = 2) -> dict[str, float]:
-    """Rank function: median seconds per training step of ``impl`` ("naive", "bucketed", "torch") on the lab model."""
+               ddp_cls: Callable | None = None, bucket_cap_mb: float = 25.0,
+               warmup: int = 2) -> dict[str, float]:
+    """Rank function: median seconds per training step of ``impl`` ("naive", "bucketed", "torch") on the lab
+    model."""
     cfg = model_config("lab")
     model = make_model(cfg, 0)
     if impl == "naive":
@@ -426,15 +455,17 @@ def time_steps(impl: str, *, steps: int, batch: int, average_gradients: Callable
 
 def measure_ddp(impls: dict[str, dict[str, Any]], worlds: list[int], *, steps: int, batch: int,
                 timeout: float = 120.0) -> Any:
-    """Launch every (impl, world) once; one row each: impl, world, batch_per_rank, step_s (slowest rank's median),
-    error (why a row has no number: a stub that raises, a hang). ``impls`` maps a name to ``time_steps`` kwargs."""
+    """Launch every (impl, world) once; one row each: impl, world, batch_per_rank, step_s (slowest rank's
+    median), error (why a row has no number: a stub that raises, a hang). ``impls`` maps a name to
+    ``time_steps`` kwargs."""
     import pandas as pd
     from tqdm.auto import tqdm
 
     from course_dist import launch
 
     rows = []
-    for (name, kw), world in tqdm([(i, w) for i in impls.items() for w in worlds], desc="measure", leave=False):
+    runs = [(i, w) for i in impls.items() for w in worlds]
+    for (name, kw), world in tqdm(runs, desc="measure", leave=False):
         row = {"impl": name, "world": world, "batch_per_rank": batch, "step_s": math.nan, "error": ""}
         try:
             res = launch(time_steps, world_size=world, kwargs={"steps": steps, "batch": batch, **kw},
@@ -466,7 +497,8 @@ def plot_step_times(table: Any, bucket_sweep: Any = None) -> Any:
 
 
 def busbw_rank(ring_all_reduce: Callable, sizes_bytes: list[int], reps: int) -> list[dict[str, float]]:
-    """Rank function: median time of ``ring_all_reduce`` and of ``dist.all_reduce`` (gloo's own) per message size."""
+    """Rank function: median time of ``ring_all_reduce`` and of ``dist.all_reduce`` (gloo's own) per message
+    size."""
     from course_dist import device
 
     out = []
@@ -489,7 +521,8 @@ def measure_busbw(ring_all_reduce: Callable, world: int, sizes_bytes: list[int],
 
     from course_dist import launch
 
-    res = launch(busbw_rank, world_size=world, args=(ring_all_reduce, sizes_bytes, reps), timeout=300, stream=False)
+    res = launch(busbw_rank, world_size=world, args=(ring_all_reduce, sizes_bytes, reps), timeout=300,
+                 stream=False)
     df = pd.DataFrame(res[0])
     df["time_s"] = [max(r[i]["time_s"] for r in res) for i in range(len(res[0]))]
     df["busbw_GBps"] = df["bytes"] / df["time_s"] * 2 * (world - 1) / world / 1e9
@@ -497,8 +530,8 @@ def measure_busbw(ring_all_reduce: Callable, world: int, sizes_bytes: list[int],
 
 
 def fit_alpha_beta(df: Any, impl: str, world: int) -> tuple[float, float]:
-    """Least-squares fit of the ring model time = 2(R-1) * (alpha + (bytes/R) * beta) to one implementation's rows.
-    Returns (alpha seconds per message step, beta seconds per byte)."""
+    """Least-squares fit of the ring model time = 2(R-1) * (alpha + (bytes/R) * beta) to one implementation's
+    rows. Returns (alpha seconds per message step, beta seconds per byte)."""
     g = df[df["impl"] == impl]
     steps = 2 * (world - 1)
     a = torch.tensor([[steps, steps * b / world] for b in g["bytes"]], dtype=torch.float64)
@@ -508,27 +541,29 @@ def fit_alpha_beta(df: Any, impl: str, world: int) -> tuple[float, float]:
 
 
 def plot_busbw(df: Any, world: int) -> Any:
-    """Measured bus bandwidth of ring and gloo against message size, with the alpha-beta model fitted to the ring."""
+    """Measured bus bandwidth of ring and gloo against message size, with the alpha-beta model fitted to the
+    ring."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, g in df.groupby("impl"):
         ax.loglog(g["bytes"], g["busbw_GBps"], "o-", label=f"{name} (measured)")
     alpha, beta = fit_alpha_beta(df, "ring", world)
+    inv_beta = 1 / beta / 1e9 if beta > 0 else math.inf
     b = df[df["impl"] == "ring"]["bytes"]
     model_t = 2 * (world - 1) * (alpha + b / world * beta)
     ax.loglog(b, b / model_t * 2 * (world - 1) / world / 1e9, "k--",
-              label=f"alpha-beta: alpha={alpha * 1e6:.0f} us, 1/beta={1 / beta / 1e9 if beta > 0 else math.inf:.2f} GB/s")
+              label=f"alpha-beta: alpha={alpha * 1e6:.0f} us, 1/beta={inv_beta:.2f} GB/s")
     ax.set(xlabel="message bytes", ylabel="bus bandwidth (GB/s)", title=f"all-reduce, world {world}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-# ---------------------------------------------------------------------------------------------------- exercise 1
+# ---- exercise 1 ----
 def epoch_coverage(rank_indices: Callable, n: int, world: int, epochs: int, seed: int = 0) -> Any:
-    """What ``set_epoch`` buys: the fraction of the dataset each rank has seen after each epoch, with the epoch
-    passed to the sampler (``set_epoch(e)``) and without it (every epoch replays epoch 0's order)."""
+    """What ``set_epoch`` buys: the fraction of the dataset each rank has seen after each epoch, with the
+    epoch passed to the sampler (``set_epoch(e)``) and without it (every epoch replays epoch 0's order)."""
     import pandas as pd
 
     rows = []
@@ -536,15 +571,16 @@ def epoch_coverage(rank_indices: Callable, n: int, world: int, epochs: int, seed
         seen = [set() for _ in range(world)]
         for e in range(epochs):
             for r in range(world):
-                seen[r].update(rank_indices(n, world, r, shuffle=True, seed=seed, epoch=e if with_epoch else 0))
+                epoch = e if with_epoch else 0
+                seen[r].update(rank_indices(n, world, r, shuffle=True, seed=seed, epoch=epoch))
             rows.append({"set_epoch": with_epoch, "epoch": e,
                          "mean fraction of data seen per rank": sum(len(s) for s in seen) / world / n})
     return pd.DataFrame(rows)
 
 
 def padded_eval(rank_indices: Callable, correct: torch.Tensor, worlds: list[int]) -> Any:
-    """What padding does to an evaluation metric: accuracy computed over the union of every rank's indices (as a
-    distributed eval with DistributedSampler(shuffle=False) does) vs the true accuracy of the whole set."""
+    """What padding does to an evaluation metric: accuracy computed over the union of every rank's indices (as
+    a distributed eval with DistributedSampler(shuffle=False) does) vs the true accuracy of the whole set."""
     import pandas as pd
 
     n, rows = len(correct), []
@@ -557,7 +593,7 @@ def padded_eval(rank_indices: Callable, correct: torch.Tensor, worlds: list[int]
 
 
 def eval_correctness(n: int = 30, seed: int = 0) -> torch.Tensor:
-    """Per-sample correctness (bool) of a briefly trained LabNet on ``n`` held-out samples (for ``padded_eval``)."""
+    """Per-sample correctness (bool) of a briefly trained LabNet on ``n`` held-out samples."""
     cfg = model_config("tiny")
     torch.manual_seed(seed)
     model = LabNet(cfg)
@@ -572,11 +608,11 @@ def eval_correctness(n: int = 30, seed: int = 0) -> torch.Tensor:
         return model(xe).argmax(1) == ye
 
 
-# ---------------------------------------------------------------------------------------------------- exercise 6
+# ---- exercise 6 ----
 def bug_no_broadcast(check: Callable, seed: int = 0) -> list[int]:
-    """Planted bug 1: each rank seeds its RNG with ``seed + rank`` (for per-rank augmentation) *before* building the
-    model, and nobody broadcasts. ``check("parameters", model.parameters())`` must name the diverged ranks.
-    Returns the ranks named (``[]`` if the checker saw nothing)."""
+    """Planted bug 1: each rank seeds its RNG with ``seed + rank`` (for per-rank augmentation) *before*
+    building the model, and nobody broadcasts. ``check("parameters", model.parameters())`` must name the
+    diverged ranks. Returns the ranks named (``[]`` if the checker saw nothing)."""
     torch.manual_seed(seed + dist.get_rank())  # the bug: rank-dependent seed, then model init
     model = LabNet(model_config("tiny"))
     try:
@@ -587,9 +623,11 @@ def bug_no_broadcast(check: Callable, seed: int = 0) -> list[int]:
 
 
 def bug_skip_set_epoch(check: Callable, epochs: int = 3, n: int = 50) -> dict[str, Any]:
-    """Planted bug 2: the last rank was restarted from a checkpoint that did not restore the epoch, so it never
-    calls ``sampler.set_epoch(e)``. At the start of each epoch every rank checks its sampler state (seed, epoch):
-    the first epoch where ``check`` raises and the ranks it names are returned, with the samples the job saw twice."""
+    """Planted bug 2: the last rank was restarted from a checkpoint that did not restore the epoch, so it
+    never calls ``sampler.set_epoch(e)``. At the start of each epoch every rank checks its sampler state
+    (seed, epoch):
+    the first epoch where ``check`` raises and the ranks it names are returned, with the samples the job saw
+    twice."""
     from torch.utils.data import DistributedSampler
 
     r, w = dist.get_rank(), dist.get_world_size()
@@ -609,15 +647,17 @@ def bug_skip_set_epoch(check: Callable, epochs: int = 3, n: int = 50) -> dict[st
 
 
 def bug_unused_param(check: Callable, seed: int = 0) -> str:
-    """Planted bug 3: rank 0 adds an auxiliary loss (uses ``aux``), the others do not, under torch DDP with the
-    default ``find_unused_parameters=False``. The other ranks never mark ``aux`` ready, so the bucket holding it is
-    never all-reduced there: rank 0 waits for it at the end of backward while the others move on to the replica
-    check's collective. Nobody can finish - a hang that only a launcher timeout turns into a diagnosis."""
+    """Planted bug 3: rank 0 adds an auxiliary loss (uses ``aux``), the others do not, under torch DDP with
+    the default ``find_unused_parameters=False``. The other ranks never mark ``aux`` ready, so the bucket
+    holding it is never all-reduced there: rank 0 waits for it at the end of backward while the others move on
+    to the replica check's collective. Nobody can finish - a hang that only a launcher timeout turns into a
+    diagnosis."""
     cfg = model_config("tiny")
     model = make_model(cfg, seed)
     ddp = nn.parallel.DistributedDataParallel(model)
     x, y = _shard(0, 8, cfg, seed)
-    loss = nn.functional.cross_entropy(ddp(x, use_aux=dist.get_rank() == 0), y)  # the bug: rank-dependent graph
+    # the bug: a rank-dependent graph
+    loss = nn.functional.cross_entropy(ddp(x, use_aux=dist.get_rank() == 0), y)
     loss.backward()
     check("parameters", list(model.parameters()))
     return "finished"

@@ -21,10 +21,8 @@ import io
 import json
 import os
 import select
-import shutil
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -33,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
+
+import course_dist
 
 MANIFEST = "manifest.json"
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -282,3 +281,19 @@ def run_in_child(fn: Callable[[], Any], root: str | os.PathLike, *, kill_at: int
     records = [x for x in lines if "op" in x]
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     return ChildResult(os.WEXITSTATUS(status) if os.WIFEXITED(status) else None, sig, records, error)
+
+
+def _rank_save(save: Callable[..., Any], root: str, step: int, kill: dict[int, int] | None, keep: int) -> str:
+    """Runs on every rank: save this rank's parts (rank 0 adds the shared ones); maybe die at op ``kill[rank]``."""
+    r = course_dist.rank()
+    ops = None
+    if kill and r in kill:
+        ops = _Ops(Path(root), kill[r], None)
+        ops.install()
+    try:
+        shared = {"model": demo_parts(step)["model"]} if r == 0 else None
+        out = save(root, step, demo_parts(step, rank=r), shared=shared, keep=keep)
+    finally:
+        if ops is not None:
+            ops.uninstall()
+    return str(out)

@@ -23,7 +23,7 @@ import course_dist
 from .lab04_crash import (
     MANIFEST,
     Loaded,
-    _Ops,
+    _rank_save,
     demo_parts,
     run_in_child,
     same,
@@ -214,22 +214,6 @@ def keep_drill(save: SaveFn, *, keep: int = 2, steps: int = 5) -> list[str]:
 
 
 # ---- exercise 3: two ranks, one checkpoint ----------------------------------------------------------------------
-def _rank_save(save: SaveFn, root: str, step: int, kill: dict[int, int] | None, keep: int) -> str:
-    """Runs on every rank: save this rank's parts (rank 0 adds the shared ones); maybe die at op ``kill[rank]``."""
-    r = course_dist.rank()
-    ops = None
-    if kill and r in kill:
-        ops = _Ops(Path(root), kill[r], None)
-        ops.install()
-    try:
-        shared = {"model": demo_parts(step)["model"]} if r == 0 else None
-        out = save(root, step, demo_parts(step, rank=r), shared=shared, keep=keep)
-    finally:
-        if ops is not None:
-            ops.uninstall()
-    return str(out)
-
-
 def distributed_drill(save: SaveFn, *, world_size: int = 2, kill_points: tuple[tuple[int, int], ...] = ((1, 2),),
                       timeout: float = 60.0) -> pd.DataFrame:
     """Two clean distributed saves, then one per ``(rank, op)`` kill point; check the published state each time."""

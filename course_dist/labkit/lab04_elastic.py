@@ -27,7 +27,7 @@ import torch
 
 import course_dist
 
-from .lab04 import BatchFn, Config, Trainer, epoch_order, params_vector, simple_load, simple_save
+from .lab04 import BatchFn, Config, _baseline, _train_part, epoch_order
 
 # (n, batch_size, world_size, consumed, epoch, seed): remainders, uneven splits, empty ranks, mid-batch positions
 VISIBLE_COMBOS = [(100, 10, 3, 30, 0, 0), (96, 12, 2, 36, 1, 0), (100, 10, 1, 0, 0, 0), (10, 4, 3, 7, 2, 5)]
@@ -62,19 +62,6 @@ def stream_drill(batches: BatchFn, combos: list[tuple] = VISIBLE_COMBOS) -> pd.D
         if problem:
             rows.append({"n": n, "batch": b, "world": w, "consumed": c, "epoch": e, "problem": problem})
     return pd.DataFrame(rows, columns=["n", "batch", "world", "consumed", "epoch", "problem"])
-
-
-def _train_part(cfg: Config, root: str, start_steps: int, end_steps: int, batches: BatchFn | None) -> dict:
-    """On every rank: resume from the simple checkpoint in ``root`` (if any), train to ``end_steps``."""
-    tr = Trainer(cfg, batches=batches)
-    if root:
-        simple_load(root, tr)
-    losses = []
-    while tr.step < end_steps:
-        losses.append(tr.train_step())
-        if tr.step == start_steps:
-            simple_save(root, tr)
-    return {"losses": losses, "seen": tr.seen, "eval": tr.eval_loss(), "params": params_vector(tr.model)}
 
 
 ELASTIC_CFG = Config(n_samples=100, batch_size=10, total_steps=10, stateless_rng=True)
@@ -130,14 +117,6 @@ class RecoveryReport:
     @property
     def restarts(self) -> int:
         return self.attempts - 1
-
-
-def _baseline(cfg: Config, steps: int) -> Any:
-    tr = Trainer(cfg)
-    for i in range(steps):
-        course_dist.step(i)
-        tr.train_step()
-    return params_vector(tr.model)
 
 
 _WORLD_BASELINES: dict[tuple, torch.Tensor] = {}

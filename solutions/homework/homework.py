@@ -162,10 +162,10 @@ for size, gb, mb, seed, epoch in [(256, 32, 8, 3, 0), (300, 48, 4, 0, 2), (1000,
             assert flat == order[s * gb:(s + 1) * gb], (
                 f"world {world} step {s}: ranks train on {flat[:6]}..., expected order[{s * gb}:{(s + 1) * gb}] = "
                 f"{order[s * gb:s * gb + 6]}... (size={size}, seed={seed}, epoch={epoch})")
-a = _epoch(256, 32, 8, 3, 0, 0)
-b = _epoch(256, 32, 8, 3, 0, 1)
+a = _epoch(256, 32, 8, 2, 3, 0)
+b = _epoch(256, 32, 8, 2, 3, 1)
 assert a != b, "epoch 0 and epoch 1 train on the same order: set_epoch does not reach the shuffle"
-c = _epoch(256, 32, 8, 3, 0, 1)
+c = _epoch(256, 32, 8, 2, 3, 1)
 assert b == c, "the same epoch gave two different orders"
 ### END HIDDEN TESTS
 
@@ -434,9 +434,15 @@ card = SolutionCard(
                "interval of 50 steps keeps it under 5% (bench/results/homework.md)"),
     capacity=Limit(measured["capacity"], "samples/s", "world 2, one thread per rank; weak-scaling efficiency "
                    "needs compute per byte: accumulate with no_sync, large per-rank batches"),
-    fallback="after --max-restarts the job stops; rerun it (any world size) and it resumes from the newest "
-             "complete checkpoint; a changed dataset is refused - rerun with a new --run-dir",
-    justification="see the markdown cell below",
+    fallback=Limit(3, "restarts", "torchrun --max-restarts 3; after that the job stops and a rerun at any world "
+                   "size resumes from the newest complete checkpoint; a changed dataset is refused"),
+    justification=(
+        "World 2 only pays off when the all-reduce of about 4 bytes per parameter hides behind enough compute: "
+        "no_sync accumulation gives one all-reduce per optimizer step and large per-rank batches raise the "
+        "flops per byte; with 64-sample micro-batches and a sync each time the same model falls under 0.8. "
+        "Checkpoints cost the measured percentage at this interval (Young/Daly picks it from save cost and "
+        "MTBF); a SIGKILL costs the restart latency plus at most ckpt_every steps of redone work; the sampler "
+        "stores a global position, so a resize continues the epoch exactly once."),
 )
 ### END SOLUTION
 card

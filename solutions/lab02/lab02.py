@@ -13,31 +13,31 @@
 # %% [markdown]
 # # Lab 02 - DDP under the hood
 #
-# **Thesis.** DDP is *replicated local training held together by a strict collective contract*: every rank holds
-# the **same parameters**, does **matched backward work** (the same collectives in the same order), reads a
-# **partition** of the data, and applies the **averaged gradients**. Break any clause and the job either trains a
-# different model than you think or hangs.
+# **Thesis.** DDP is *replicated local training held together by a strict collective contract*: every rank
+# holds the **same parameters**, does **matched backward work** (the same collectives in the same order),
+# reads a **partition** of the data, and applies the **averaged gradients**. Break any clause and the job
+# either trains a different model than you think or hangs.
 #
 # You will build each clause yourself, check it against `torch.nn.parallel.DistributedDataParallel` and
-# `torch.utils.data.DistributedSampler`, break it on purpose, and finally *measure* what the naive, the bucketed and
-# torch's DDP cost on this machine - and write down the decision on a solution card.
+# `torch.utils.data.DistributedSampler`, break it on purpose, and finally *measure* what the naive, the
+# bucketed and torch's DDP cost on this machine - and write down the decision on a solution card.
 #
-# Everything runs as real processes in a real `torch.distributed` process group (gloo on a laptop, NCCL on a GPU
-# node; the code is the same: tensors go to `course_dist.device()`). `course_dist.launch(fn, world_size=2)` runs
-# `fn` on every rank and returns the per-rank results; a rank that raises is reported by rank, a hang becomes a
-# `LaunchTimeout` with every rank's stack.
+# Everything runs as real processes in a real `torch.distributed` process group (gloo on a laptop, NCCL on a
+# GPU node; the code is the same: tensors go to `course_dist.device()`). `course_dist.launch(fn,
+# world_size=2)` runs `fn` on every rank and returns the per-rank results; a rank that raises is reported by
+# rank, a hang becomes a `LaunchTimeout` with every rank's stack.
 #
-# Stuck? `hint("lab02.<exercise>")` shows the next of three hints (nudge, approach, near-solution).
-# Grading runs this notebook with `COURSE_FAST=1` (smaller sizes); `pick(full=..., fast=...)` chooses them.
+# Stuck? `hint("lab02.<exercise>")` shows the next of three hints (nudge, approach, near-solution). Grading
+# runs this notebook with `COURSE_FAST=1` (smaller sizes); `pick(full=..., fast=...)` chooses them.
 
 # %%
 import math
-import time
 from contextlib import contextmanager
 
 import pandas as pd
 import torch
 import torch.distributed as dist
+from IPython.display import display
 from torch import nn
 
 import course_dist
@@ -53,8 +53,8 @@ print("fast mode:", course_dist.fast_mode(), "| lab model:", lab02.model_config(
 #
 # Each rank must train on a *different* slice of every epoch, all slices together covering the dataset.
 # `DistributedSampler` does this with three rules worth knowing by heart: shuffle with a generator seeded by
-# `seed + epoch` (so every rank computes the *same* permutation without talking), pad to a multiple of the world
-# size by repeating the head (or truncate with `drop_last`), and deal the indices out **interleaved**
+# `seed + epoch` (so every rank computes the *same* permutation without talking), pad to a multiple of the
+# world size by repeating the head (or truncate with `drop_last`), and deal the indices out **interleaved**
 # (`indices[rank::world]`), not in contiguous blocks.
 #
 # Write `rank_indices` so that it returns exactly `list(DistributedSampler(...))` for every combination.
@@ -101,7 +101,8 @@ from torch.utils.data import DistributedSampler
 
 
 def torch_indices(n, world, rank, shuffle=True, seed=0, epoch=0, drop_last=False):
-    s = DistributedSampler(range(n), num_replicas=world, rank=rank, shuffle=shuffle, seed=seed, drop_last=drop_last)
+    s = DistributedSampler(range(n), num_replicas=world, rank=rank, shuffle=shuffle, seed=seed,
+                           drop_last=drop_last)
     s.set_epoch(epoch)
     return list(s)
 
@@ -111,7 +112,8 @@ for n, world, shuffle, drop_last in [(10, 3, False, False), (10, 3, True, False)
     for r in range(world):
         got = rank_indices(n, world, r, shuffle=shuffle, seed=7, epoch=2, drop_last=drop_last)
         want = torch_indices(n, world, r, shuffle, 7, 2, drop_last)
-        assert got == want, f"n={n} world={world} rank={r} shuffle={shuffle} drop_last={drop_last}: {got} != {want}"
+        assert got == want, f"n={n} world={world} rank={r} shuffle={shuffle} drop_last={drop_last}: " \
+            f"{got} != {want}"
 assert rank_indices(10, 3, 1, shuffle=True, epoch=0) != rank_indices(10, 3, 1, shuffle=True, epoch=1), \
     "the epoch must change the order"
 ### BEGIN HIDDEN TESTS
@@ -132,13 +134,13 @@ for n, world in [(1, 4), (2, 7), (3, 8)]:  # padding longer than the data wraps 
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Measure 1a - forgetting `set_epoch`.** Without it every epoch replays epoch 0's permutation, so each rank sees
-# the *same* 1/R of the data forever. The table shows the fraction of the dataset each rank has seen after each
-# epoch, with and without the epoch in the seed.
+# **Measure 1a - forgetting `set_epoch`.** Without it every epoch replays epoch 0's permutation, so each rank
+# sees the *same* 1/R of the data forever. The table shows the fraction of the dataset each rank has seen
+# after each epoch, with and without the epoch in the seed.
 #
-# **Measure 1b - padding duplicates in evaluation.** A distributed eval over `DistributedSampler(shuffle=False)`
-# scores the padded duplicates twice. The table compares the accuracy computed that way with the true accuracy of
-# 30 held-out samples, for several world sizes.
+# **Measure 1b - padding duplicates in evaluation.** A distributed eval over
+# `DistributedSampler(shuffle=False)` scores the padded duplicates twice. The table compares the accuracy
+# computed that way with the true accuracy of 30 held-out samples, for several world sizes.
 
 # %%
 coverage = lab02.epoch_coverage(rank_indices, n=1000, world=4, epochs=4)
@@ -147,26 +149,27 @@ padding = lab02.padded_eval(rank_indices, lab02.eval_correctness(n=30), worlds=[
 display(padding)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "sampler_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
-# **Written (4 points).** From the two tables: what fraction of the data does each rank see after 4 epochs with and
-# without `set_epoch`, and why? Which world sizes distort the eval accuracy, by how much, and what would you do
-# about it in an evaluation loop?
+# **Written (4 points).** From the two tables: what fraction of the data does each rank see after 4 epochs
+# with and without `set_epoch`, and why? Which world sizes distort the eval accuracy, by how much, and what
+# would you do about it in an evaluation loop?
 #
 # === BEGIN MARK SCHEME ===
-# With `set_epoch`, each rank's coverage grows every epoch (about 1 - (3/4)^4 = 68 % of the data after 4 epochs
-# at world 4); without it, it stays at 25 %: the permutation depends only on `seed + epoch`, so the same quarter is
-# replayed. Padding changes the metric whenever 30 % R != 0 (world 4, 7, 8, 16 here): the head samples count twice,
-# by up to several points at world 16. Fix: `drop_last` is wrong for eval (it loses samples); instead evaluate
-# unpadded shards (e.g. `indices[rank:n:world]`) and all-reduce the (correct, count) sums, or de-duplicate.
+# With `set_epoch`, each rank's coverage grows every epoch (about 1 - (3/4)^4 = 68 % of the data after 4
+# epochs at world 4); without it, it stays at 25 %: the permutation depends only on `seed + epoch`, so the
+# same quarter is replayed. Padding changes the metric whenever 30 % R != 0 (world 4, 7, 8, 16 here): the head
+# samples count twice, by up to several points at world 16. Fix: `drop_last` is wrong for eval (it loses
+# samples); instead evaluate unpadded shards (e.g. `indices[rank:n:world]`) and all-reduce the (correct,
+# count) sums, or de-duplicate.
 # === END MARK SCHEME ===
 
 # %% [markdown]
 # ## Exercise 2 - Same parameters
 #
 # DDP averages *gradients*, never parameters: if the replicas start different they stay different forever. So
-# DDP broadcasts rank 0's state at construction. "State" is parameters **and buffers** (running statistics, fixed
-# random projections...), including frozen parameters. Below, every rank is seeded differently before building the
-# model; after your broadcast all must hold rank `src`'s values - in place, because an optimizer may already hold
-# references to these very tensors.
+# DDP broadcasts rank 0's state at construction. "State" is parameters **and buffers** (running statistics,
+# fixed random projections...), including frozen parameters. Below, every rank is seeded differently before
+# building the model; after your broadcast all must hold rank `src`'s values - in place, because an optimizer
+# may already hold references to these very tensors.
 
 # %%
 hint("lab02.broadcast")
@@ -190,8 +193,9 @@ def check_broadcast(world, src):
     before = [r["before"] for r in res]
     assert before[0] != before[1], "test setup: ranks should start different"
     for r, out in enumerate(res):
-        assert out["after"]["params"] == before[src]["params"], f"rank {r}: parameters {out['after']} != rank {src}"
-        assert out["after"]["buffers"] == before[src]["buffers"], f"rank {r}: buffers differ from rank {src}'s"
+        after = out["after"]
+        assert after["params"] == before[src]["params"], f"rank {r}: parameters {after} != rank {src}'s"
+        assert after["buffers"] == before[src]["buffers"], f"rank {r}: buffers differ from rank {src}'s"
         assert out["same_objects"], f"rank {r}: parameters were replaced, not overwritten in place"
 
 
@@ -203,13 +207,14 @@ check_broadcast(world=3, src=1)
 # %% [markdown]
 # ## Exercise 3 - Averaged gradients, the naive way
 #
-# After `backward()` each rank holds the gradient of *its* shard's loss. The mean loss over the global batch has the
-# mean of those as its gradient, so: all-reduce (sum) every gradient and divide by the world size. Two traps:
+# After `backward()` each rank holds the gradient of *its* shard's loss. The mean loss over the global batch
+# has the mean of those as its gradient, so: all-reduce (sum) every gradient and divide by the world size. Two
+# traps:
 # - a **frozen** parameter (`requires_grad=False`) has no gradient anywhere: skip it;
-# - an **unused** parameter (not in this step's graph) has `.grad is None`. If one rank skips it and another does
-#   not, their collectives no longer match and the job hangs. Decide *together* (one small all-reduce of "who has a
-#   gradient"), then reduce it everywhere it was used somewhere, and leave it untouched (`None`) where it was used
-#   nowhere - so the optimizer (weight decay included) does not move it.
+# - an **unused** parameter (not in this step's graph) has `.grad is None`. If one rank skips it and another
+#   does not, their collectives no longer match and the job hangs. Decide *together* (one small all-reduce of
+#   "who has a gradient"), then reduce it everywhere it was used somewhere, and leave it untouched (`None`)
+#   where it was used nowhere - so the optimizer (weight decay included) does not move it.
 #
 # The tests train a few steps and compare with one process on the global batch, and with torch DDP.
 
@@ -220,8 +225,8 @@ hint("lab02.allreduce")
 # %% nbgrader={"grade": false, "grade_id": "allreduce_solution", "locked": false, "schema_version": 3, "solution": true}
 def average_gradients(model: nn.Module) -> None:
     """After ``backward()``: replace every trainable parameter's ``.grad`` by its average over all ranks.
-    Frozen parameters are skipped; a parameter unused on every rank keeps ``grad=None``; one used on some ranks only
-    gets the average with zeros from the others (as DDP with ``find_unused_parameters=True``)."""
+    Frozen parameters are skipped; a parameter unused on every rank keeps ``grad=None``; one used on some
+    ranks only gets the average with zeros from the others (as DDP with ``find_unused_parameters=True``)."""
     ### BEGIN SOLUTION
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
@@ -230,7 +235,7 @@ def average_gradients(model: nn.Module) -> None:
     # one tiny collective so every rank agrees which parameters need a reduction (same collectives everywhere)
     used = torch.tensor([float(p.grad is not None) for p in params], device=params[0].device)
     dist.all_reduce(used)
-    for p, n_used in zip(params, used.tolist()):
+    for p, n_used in zip(params, used.tolist(), strict=True):
         if n_used == 0:
             continue  # unused on every rank: keep None so the optimizer skips it
         if p.grad is None:
@@ -241,11 +246,12 @@ def average_gradients(model: nn.Module) -> None:
 
 
 # %% nbgrader={"grade": true, "grade_id": "allreduce_tests", "locked": true, "points": 14, "schema_version": 3, "solution": false}
-# Tolerance vs one process: the global-batch mean and the mean of per-rank means differ only by float32 rounding
-# (summation order); 4 SGD steps keep that below 1e-5. Against torch DDP at world 2 the arithmetic is identical
-# (a+b is commutative; /2 is exact), so we demand bitwise equality.
+# Tolerance vs one process: the global-batch mean and the mean of per-rank means differ only by float32
+# rounding (summation order); 4 SGD steps keep that below 1e-5. Against torch DDP at world 2 the arithmetic is
+# identical (a+b is commutative; /2 is exact), so we demand bitwise equality.
 steps = 4
-naive = launch(lab02.train_naive, world_size=2, args=(average_gradients,), kwargs={"steps": steps}, timeout=60)
+naive = launch(lab02.train_naive, world_size=2, args=(average_gradients,), kwargs={"steps": steps},
+               timeout=60)
 ddp = launch(lab02.train_torch_ddp, world_size=2, kwargs={"steps": steps}, timeout=60)
 single = lab02.train_single(world=2, steps=steps)
 init = lab02.train_single(world=2, steps=0)
@@ -259,8 +265,8 @@ for name in ("frozen.weight", "aux.weight", "aux.bias"):
 assert bool(naive[0]["aux_grad_is_none"]), "an unused parameter's grad must stay None"
 ### BEGIN HIDDEN TESTS
 # used on rank 0 only: must neither hang nor differ from DDP(find_unused_parameters=True)
-naive = launch(lab02.train_naive, world_size=2, args=(average_gradients,), kwargs={"steps": 3, "unused": "rank0"},
-               timeout=20)
+naive = launch(lab02.train_naive, world_size=2, args=(average_gradients,),
+               kwargs={"steps": 3, "unused": "rank0"}, timeout=20)
 ddp = launch(lab02.train_torch_ddp, world_size=2, kwargs={"steps": 3, "unused": "rank0"}, timeout=60)
 assert lab02.max_abs_diff(naive[1], ddp[1]) < 1e-6, "aux used on rank 0 only: differs from torch DDP"
 # world 3: division by 3 is not exact, so a tolerance
@@ -272,14 +278,14 @@ assert err < 1e-5, f"world 3: max |diff| vs one process = {err:.3g}"
 # %% [markdown]
 # ## Exercise 4 - Ring all-reduce from send/recv
 #
-# How does `all_reduce` move the bytes? The bandwidth-optimal answer is a ring: split the tensor into R chunks;
-# **reduce-scatter** (R-1 steps: send one chunk to the right neighbour, receive one from the left and add it; after
-# that rank r owns the full sum of chunk r+1) then **all-gather** (R-1 steps passing the finished chunks around).
-# Each rank sends 2(R-1)/R of the tensor whatever R is - that is why nccl-tests report *bus bandwidth* = bytes/time
-# x 2(R-1)/R.
+# How does `all_reduce` move the bytes? The bandwidth-optimal answer is a ring: split the tensor into R
+# chunks; **reduce-scatter** (R-1 steps: send one chunk to the right neighbour, receive one from the left and
+# add it; after that rank r owns the full sum of chunk r+1) then **all-gather** (R-1 steps passing the
+# finished chunks around). Each rank sends 2(R-1)/R of the tensor whatever R is - that is why nccl-tests
+# report *bus bandwidth* = bytes/time x 2(R-1)/R.
 #
-# Write it with point-to-point `dist.isend` / `dist.recv` only. It must be right for any length (not divisible by
-# R, even shorter than R) and any world size >= 1 (world 1: nothing to do).
+# Write it with point-to-point `dist.isend` / `dist.recv` only. It must be right for any length (not divisible
+# by R, even shorter than R) and any world size >= 1 (world 1: nothing to do).
 
 # %%
 hint("lab02.ring")
@@ -326,7 +332,7 @@ def check_ring(world, lengths):
         for r in range(world):
             got = res[r][n]
             assert got.shape == want.shape and torch.allclose(got, want, atol=1e-5), \
-                f"world {world}, length {n}, rank {r}: max |diff| {float((got - want).abs().max()) if n else 0}"
+                f"world {world}, length {n}, rank {r}: max |diff| {(got - want).abs().max() if n else 0}"
             assert torch.equal(got, res[0][n]), f"world {world}, length {n}: rank {r} differs from rank 0"
 
 
@@ -339,33 +345,35 @@ check_ring(2, [0, 3, 4097])
 
 # %% [markdown]
 # **Measure 4 - bus bandwidth.** Your ring against gloo's own all-reduce at world 2, message sizes up to 16 MB
-# (1 MB in fast mode), with the alpha-beta model time = 2(R-1)(alpha + bytes/R * beta) fitted to your ring. Small
-# messages are latency-bound (alpha), large ones bandwidth-bound (beta): the reason DDP packs gradients into buckets.
+# (1 MB in fast mode), with the alpha-beta model time = 2(R-1)(alpha + bytes/R * beta) fitted to your ring.
+# Small messages are latency-bound (alpha), large ones bandwidth-bound (beta): the reason DDP packs gradients
+# into buckets.
 
 # %%
 sizes = pick(full=[4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20], fast=[4 << 10, 64 << 10, 1 << 20])
 busbw = lab02.measure_busbw(ring_all_reduce, world=2, sizes_bytes=sizes, reps=pick(full=5, fast=3))
 display(busbw.pivot(index="bytes", columns="impl", values="busbw_GBps"))
-lab02.plot_busbw(busbw, world=2);
+_fig = lab02.plot_busbw(busbw, world=2)
 
 # %% [markdown]
 # ## Exercise 5 - Bucketed, overlapped DDP
 #
-# The naive version waits for the whole backward, then sends one message per parameter: every message pays alpha,
-# and the network idles while backward computes. DDP instead
+# The naive version waits for the whole backward, then sends one message per parameter: every message pays
+# alpha, and the network idles while backward computes. DDP instead
 # 1. groups parameters into **buckets** in *reverse* registration order (the order gradients become ready in
-#    backward), closing a bucket once it holds at least the limit: the first bucket is small (1 MB: start talking
-#    early), the rest hold `bucket_cap_mb` (25 MB: few messages);
-# 2. registers a **post-accumulate-grad hook** on each parameter; when the last gradient of a bucket arrives it
-#    launches an **async** all-reduce of the flattened bucket - while backward keeps computing earlier layers;
-#    buckets are launched strictly in bucket order, so every rank issues the same collectives in the same order;
+#    backward), closing a bucket once it holds at least the limit: the first bucket is small (1 MB: start
+#    talking early), the rest hold `bucket_cap_mb` (25 MB: few messages);
+# 2. registers a **post-accumulate-grad hook** on each parameter; when the last gradient of a bucket arrives
+#    it launches an **async** all-reduce of the flattened bucket - while backward keeps computing earlier
+#    layers; buckets are launched strictly in bucket order, so every rank issues the same collectives in the
+#    same order;
 # 3. **waits** for all of them before the optimizer step and copies the averaged bucket back into `.grad`;
 # 4. inside **`no_sync()`** the hooks launch nothing (gradient accumulation); the first backward after it
 #    reduces the accumulated gradients.
 #
-# First `assign_buckets` (plain Python, checked against torch's own `dist._compute_bucket_assignment_by_size`), then
-# the wrapper. Like DDP with `find_unused_parameters=False`, it may assume every trainable parameter gets a gradient
-# each step.
+# First `assign_buckets` (plain Python, checked against torch's own
+# `dist._compute_bucket_assignment_by_size`), then the wrapper. Like DDP with `find_unused_parameters=False`,
+# it may assume every trainable parameter gets a gradient each step.
 
 # %%
 hint("lab02.bucketed")
@@ -376,7 +384,8 @@ def assign_buckets(sizes: list[int], cap_bytes: int, first_cap_bytes: int) -> li
     """Group parameters (``sizes[i]`` bytes, registration order) into buckets, listed in launch order.
 
     Walk the parameters in reverse; add each to the current bucket; close it as soon as it holds >= its limit
-    (``first_cap_bytes`` for the first bucket, ``cap_bytes`` after). Indices inside a bucket in walking order."""
+    (``first_cap_bytes`` for the first bucket, ``cap_bytes`` after). Indices inside a bucket in walking
+    order (last parameter first)."""
     ### BEGIN SOLUTION
     buckets, current, filled, limit = [], [], 0, first_cap_bytes
     for i in reversed(range(len(sizes))):  # reverse: gradients of the last layers are ready first
@@ -410,7 +419,8 @@ class BucketedDDP(nn.Module):
         self._sync = True
         self._reset()
         for i, p in enumerate(self.params):
-            # fires after the gradient is accumulated into p.grad, i.e. when p's gradient is final for this backward
+            # fires after the gradient is accumulated into p.grad, i.e. when p's gradient is final for this
+            # backward
             p.register_post_accumulate_grad_hook(lambda p, i=i: self._on_grad_ready(i))
         ### END SOLUTION
 
@@ -436,7 +446,8 @@ class BucketedDDP(nn.Module):
         self._next, self._work = 0, []
 
     def finish_gradient_synchronization(self) -> None:
-        """Wait for every bucket's all-reduce and write the averages back into ``.grad`` (call before the step)."""
+        """Wait for every bucket's all-reduce and write the averages back into ``.grad`` (call before the
+        step)."""
         ### BEGIN SOLUTION
         if self._next != len(self.buckets):
             self._reset()
@@ -466,8 +477,11 @@ class BucketedDDP(nn.Module):
 
 # %% nbgrader={"grade": true, "grade_id": "bucketed_tests", "locked": true, "points": 20, "schema_version": 3, "solution": false}
 def torch_buckets(sizes, cap, first):
-    tensors = [torch.empty(s // 4) for s in sizes]
-    return dist._compute_bucket_assignment_by_size(tensors, [first, cap], [], list(reversed(range(len(sizes)))))[0]
+    # torch's own bucketing (what DDP's reducer uses when it rebuilds buckets in gradient-ready order): it
+    # walks the tensors in the order given and records tensor_indices, so hand it the reversed list
+    order = list(reversed(range(len(sizes))))
+    tensors = [torch.empty(sizes[i] // 4) for i in order]
+    return dist._compute_bucket_assignment_by_size(tensors, [first, cap], [], order)[0]
 
 
 sizes = lab02.trainable_sizes("lab")
@@ -487,13 +501,16 @@ for rank, out in enumerate(res):
         if not rec["sync"]:
             assert rec["n_calls"] == 0, f"rank {rank}: {rec['n_calls']} collectives inside no_sync()"
             continue
-        assert rec["numels"] == want_numels, f"rank {rank}: bucket sizes in launch order {rec['numels']} != {want_numels}"
+        assert rec["numels"] == want_numels, \
+            f"rank {rank}: bucket sizes in launch order {rec['numels']} != {want_numels}"
         assert rec["all_async"], f"rank {rank}: bucket all-reduces must be async_op=True"
         assert rec["n_at_backward_end"] >= 1 and rec["first_start_before_bwd_end"], \
             f"rank {rank}: no collective started before backward ended (no overlap): {rec}"
 ar = res.trace[res.trace["op"] == "all_reduce"]
-assert (ar.groupby("rank").size() == kw["steps"] * len(want)).all(), "trace: all_reduces per rank != steps x buckets"
-ref = launch(lab02.train_torch_ddp, world_size=2, kwargs={"steps": 2, "accum": 2, "unused": "none"}, timeout=60)
+per_rank = ar.groupby("rank").size().tolist()
+assert per_rank == [kw["steps"] * len(want)] * 2, f"trace: all_reduces per rank {per_rank} != steps x buckets"
+ddp_kw = {"steps": 2, "accum": 2, "unused": "none"}
+ref = launch(lab02.train_torch_ddp, world_size=2, kwargs=ddp_kw, timeout=60)
 err = lab02.max_abs_diff(res[0]["state"], ref[0])
 assert err == 0, f"bucketed DDP with no_sync accumulation vs torch DDP: max |diff| {err:.3g} (want bitwise)"
 ### BEGIN HIDDEN TESTS
@@ -505,7 +522,7 @@ for _ in range(50):
     cap, first = 4 * rng.randint(1, 8000), 4 * rng.randint(1, 3000)
     assert assign_buckets(sizes, cap, first) == torch_buckets(sizes, cap, first), (sizes, cap, first)
 res = launch(lab02.train_bucketed, world_size=3, args=(BucketedDDP,), kwargs=kw, timeout=60)
-ref = launch(lab02.train_torch_ddp, world_size=3, kwargs={"steps": 2, "accum": 2, "unused": "none"}, timeout=60)
+ref = launch(lab02.train_torch_ddp, world_size=3, kwargs=ddp_kw, timeout=60)
 err = lab02.max_abs_diff(res[2]["state"], ref[2])
 assert err < 1e-6, f"world 3: bucketed vs torch DDP max |diff| {err:.3g}"
 ### END HIDDEN TESTS
@@ -514,14 +531,14 @@ assert err < 1e-6, f"world 3: bucketed vs torch DDP max |diff| {err:.3g}"
 # ## Exercise 6 - Break the contract, then catch it
 #
 # A broken contract rarely crashes; it silently trains the wrong model or hangs. The cheapest guard is a
-# **fingerprint check**: every rank reduces what must be identical to a few numbers (`lab02.fingerprint`: sum, sum
-# of squares, a position-weighted sum, in float64), gathers everybody's, and compares with rank 0. Write
-# `check_replicas`: it must raise `ContractViolation(name, ranks)` naming *exactly* the ranks that differ from rank
-# 0 - bitwise, because replicas that are "close" today drift apart tomorrow.
+# **fingerprint check**: every rank reduces what must be identical to a few numbers (`lab02.fingerprint`: sum,
+# sum of squares, a position-weighted sum, in float64), gathers everybody's, and compares with rank 0. Write
+# `check_replicas`: it must raise `ContractViolation(name, ranks)` naming *exactly* the ranks that differ from
+# rank 0 - bitwise, because replicas that are "close" today drift apart tomorrow.
 #
-# Then it meets three planted bugs (in `lab02`): different init seeds and no broadcast; a restarted rank that skips
-# `set_epoch`; and a rank-dependent unused parameter under torch DDP, which does not raise at all: it **hangs**, and
-# `launch`'s timeout turns the hang into a `LaunchTimeout` with every rank's stack.
+# Then it meets three planted bugs (in `lab02`): different init seeds and no broadcast; a restarted rank that
+# skips `set_epoch`; and a rank-dependent unused parameter under torch DDP, which does not raise at all: it
+# **hangs**, and `launch`'s timeout turns the hang into a `LaunchTimeout` with every rank's stack.
 
 # %%
 hint("lab02.contract")
@@ -529,8 +546,9 @@ hint("lab02.contract")
 
 # %% nbgrader={"grade": false, "grade_id": "contract_solution", "locked": false, "schema_version": 3, "solution": true}
 def check_replicas(name: str, tensors: list[torch.Tensor]) -> None:
-    """Collective: raise ``ContractViolation(name, ranks)`` on every rank if any rank's ``fingerprint(tensors)``
-    differs (bitwise) from rank 0's; ``ranks`` lists those ranks in increasing order."""
+    """Collective: raise ``ContractViolation(name, ranks)`` on every rank if any rank's
+    ``fingerprint(tensors)`` differs (bitwise) from rank 0's; ``ranks`` lists those ranks in increasing
+    order."""
     ### BEGIN SOLUTION
     mine = fingerprint(tensors).to(course_dist.device())
     everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
@@ -550,7 +568,7 @@ assert named == [[1], [1]], f"bug 1 (no broadcast): every rank should name [1], 
 found = launch(lab02.bug_skip_set_epoch, world_size=2, args=(check_replicas,), timeout=30)
 assert found[0]["ranks"] == [1] and found[0]["epoch"] == 1, f"bug 2 (skipped set_epoch): {found[0]}"
 try:
-    launch(lab02.bug_unused_param, world_size=2, args=(check_replicas,), timeout=pick(full=5, fast=4))
+    launch(lab02.bug_unused_param, world_size=2, args=(check_replicas,), timeout=6)
     raise AssertionError("bug 3 (unused parameter) should hang, but the launch finished")
 except LaunchTimeout as exc:
     hang = exc
@@ -573,8 +591,8 @@ assert named == [[2]] * 3, f"a one-ulp difference on rank 2 must be caught exact
 display(pd.DataFrame([{"bug": "no broadcast", "named ranks": named_ranks, "how": "ContractViolation"}
                       for named_ranks in [launch(lab02.bug_no_broadcast, 2, args=(check_replicas,))[0]]]
                      + [{"bug": "skipped set_epoch", "named ranks": found[0]["ranks"],
-                         "how": f"ContractViolation at epoch {found[0]['epoch']}: {found[0]['seen twice']} samples "
-                                f"seen twice, {found[0]['never seen']} never"},
+                         "how": f"ContractViolation at epoch {found[0]['epoch']}: {found[0]['seen twice']} "
+                                f"samples seen twice, {found[0]['never seen']} never"},
                         {"bug": "rank-dependent unused parameter", "named ranks": "stacks of all ranks",
                          "how": f"LaunchTimeout after {hang.timeout} s"}]))
 print(str(hang)[:1500])
@@ -583,15 +601,15 @@ print(str(hang)[:1500])
 # ## Exercise 7 - Measure and decide
 #
 # Which data-parallel implementation should this course's training job use, at what world size? Measured here:
-# step time of naive (exercise 3), bucketed (exercise 5) and torch DDP at world 1 and 2 on the lab model, then a
-# bucket-size sweep. Write `summarize` (throughput, scaling efficiency, cost) and `max_params_per_rank` (capacity),
-# then fill in the solution card from the numbers.
+# step time of naive (exercise 3), bucketed (exercise 5) and torch DDP at world 1 and 2 on the lab model, then
+# a bucket-size sweep. Write `summarize` (throughput, scaling efficiency, cost) and `max_params_per_rank`
+# (capacity), then fill in the solution card from the numbers.
 #
 # Definitions: `samples_per_s = world * batch_per_rank / step_s`; `efficiency = samples_per_s / (world *
-# samples_per_s of the same impl at world 1)`; `core_s_per_1k = 1000 * world * threads_per_rank * step_s / (world *
-# batch_per_rank)` (the cores you pay for, busy or not). Memory per parameter of fp32 DDP training: 4 bytes weight
-# + 4 gradient + 4 bucket copy (0 with `gradient_as_bucket_view=True`) + optimizer state (SGD 0, SGD-momentum 4,
-# Adam 8).
+# samples_per_s of the same impl at world 1)`; `core_s_per_1k = 1000 * world * threads_per_rank * step_s /
+# (world * batch_per_rank)` (the cores you pay for, busy or not). Memory per parameter of fp32 DDP training: 4
+# bytes weight + 4 gradient + 4 bucket copy (0 with `gradient_as_bucket_view=True`) + optimizer state (SGD 0,
+# SGD-momentum 4, Adam 8).
 
 # %%
 hint("lab02.measure")
@@ -611,8 +629,8 @@ display(raw)
 
 # %% nbgrader={"grade": false, "grade_id": "measure_solution", "locked": false, "schema_version": 3, "solution": true}
 def summarize(raw: pd.DataFrame, threads_per_rank: int = 1) -> pd.DataFrame:
-    """``raw`` has columns impl, world, batch_per_rank, step_s (NaN where a run failed). Return a copy with the
-    columns samples_per_s, efficiency and core_s_per_1k added (definitions above)."""
+    """``raw`` has columns impl, world, batch_per_rank, step_s (NaN where a run failed). Return a copy with
+    the columns samples_per_s, efficiency and core_s_per_1k added (definitions above)."""
     ### BEGIN SOLUTION
     out = raw.copy()
     out["samples_per_s"] = out["world"] * out["batch_per_rank"] / out["step_s"]
@@ -625,8 +643,8 @@ def summarize(raw: pd.DataFrame, threads_per_rank: int = 1) -> pd.DataFrame:
 
 def max_params_per_rank(budget_bytes: float, optimizer: str = "sgd_momentum",
                         gradient_as_bucket_view: bool = False) -> int:
-    """Largest parameter count whose fp32 DDP training state fits ``budget_bytes`` per rank (activations excluded).
-    ``optimizer``: "sgd", "sgd_momentum" or "adam"; anything else raises ValueError naming it."""
+    """Largest parameter count whose fp32 DDP training state fits ``budget_bytes`` per rank (activations
+    excluded). ``optimizer``: "sgd", "sgd_momentum" or "adam"; anything else raises ValueError naming it."""
     ### BEGIN SOLUTION
     state = {"sgd": 0, "sgd_momentum": 4, "adam": 8}
     if optimizer not in state:
@@ -639,12 +657,13 @@ def max_params_per_rank(budget_bytes: float, optimizer: str = "sgd_momentum",
 # %%
 table = summarize(raw)
 display(table)
-lab02.plot_step_times(table, sweep);
+_fig = lab02.plot_step_times(table, sweep)
 
 # %% [markdown]
-# **The solution card.** Fill it from the numbers above: the implementation and world size you would run, its
-# latency (seconds per step), cost (core-seconds per 1k samples), capacity (largest model per rank under a stated
-# memory budget: say 8 GiB per rank, Adam) and fallback (what DDP alone does when a rank dies - measured below).
+# **The solution card.** Fill it from the numbers above for the configuration with the best measured
+# throughput (samples/s): its latency (seconds per step), cost (core-seconds per 1k samples), capacity
+# (largest model per rank under a stated memory budget: 8 GiB per rank, Adam) and fallback (what DDP alone
+# does when a rank dies - measured below: rank 1 is SIGKILLed at step 3 of a torch DDP job).
 
 # %%
 drill = lab02.kill_drill()
@@ -660,15 +679,22 @@ budget = 8 * 2**30
 card = SolutionCard(
     lab="lab02",
     latency=Limit(float(choice["step_s"]), "s/step",
-                  f"{choice['impl']} at world {int(choice['world'])}, batch {int(choice['batch_per_rank'])} per rank"),
+                  f"{choice['impl']} at world {int(choice['world'])}, "
+                  f"batch {int(choice['batch_per_rank'])} per rank"),
     cost=Limit(float(choice["core_s_per_1k"]), "core-s per 1k samples",
                f"scaling efficiency at world 2: {ok[ok['world'] == 2]['efficiency'].max():.2f}"),
     capacity=Limit(float(max_params_per_rank(budget, "adam")), "parameters per rank",
-                   "fp32 DDP + Adam under 8 GiB per rank, activations excluded; every rank holds the full model"),
+                   "fp32 DDP + Adam under 8 GiB per rank, activations excluded; every rank holds the full "
+                   "model"),
     fallback=Limit(float(drill["detect_s"]), "s until the job stops after a rank dies",
                    "DDP alone cannot continue: survivors fail in the next collective, the job ends, progress "
                    "since the last checkpoint is lost (lab 04)"),
-    justification="see the written answer below",
+    justification=(
+        f"{choice['impl']} at world {int(choice['world'])} gave the best measured throughput "
+        f"({choice['samples_per_s']:.0f} samples/s); scaling efficiency at world 2 was "
+        f"{ok[ok['world'] == 2]['efficiency'].max():.2f} on this shared 2-core box, so extra ranks buy "
+        "little here. Every rank holds the whole model, so capacity is one replica's memory; beyond it use "
+        "ZeRO/FSDP, and for a dying rank add checkpoints and elastic restart (lab 04)."),
 )
 ### END SOLUTION
 card
@@ -681,8 +707,8 @@ assert s.loc[1, "samples_per_s"] == 160 and s.loc[1, "efficiency"] == 0.8, s
 assert math.isclose(s.loc[1, "core_s_per_1k"], 12.5), s
 assert max_params_per_rank(16e6, "sgd_momentum") == 1_000_000
 assert "step_s" in table and table["samples_per_s"].notna().any()
-best = table.dropna(subset=["step_s"])
-course_dist.check_card(card, measured={"latency": float(best["step_s"].min()), "cost": float(best["core_s_per_1k"].min()),
+best = table.dropna(subset=["step_s"]).sort_values("samples_per_s").iloc[-1]  # the best measured throughput
+course_dist.check_card(card, measured={"latency": float(best["step_s"]), "cost": float(best["core_s_per_1k"]),
                                        "capacity": float(max_params_per_rank(8 * 2**30, "adam"))})
 ### BEGIN HIDDEN TESTS
 s = summarize(demo, threads_per_rank=2)
@@ -698,16 +724,17 @@ except ValueError as exc:
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 8, "schema_version": 3, "solution": true}
-# **Justification (8 points).** Which implementation and world size would you run on this machine, and why - quote
-# the step times, the scaling efficiency and the bucket-sweep optimum. When would the answer change (more compute
-# per byte, a faster network, more cores)? What does the capacity number leave out, and what happens to this job
-# when one rank dies?
+# **Justification (8 points).** Which implementation and world size would you run on this machine, and why -
+# quote the step times, the scaling efficiency and the bucket-sweep optimum. When would the answer change
+# (more compute per byte, a faster network, more cores)? What does the capacity number leave out, and what
+# happens to this job when one rank dies?
 #
 # === BEGIN MARK SCHEME ===
-# Full marks: quotes measured step times for the three implementations at world 1 and 2; states efficiency < 1 on
-# 2 shared cores (the course brief's "more devices, slower" in miniature) and picks the fastest measured option with
-# that caveat; identifies that naive pays one latency per parameter and no overlap, bucketed ~ torch DDP; names the
-# bucket-sweep optimum (tiny buckets pay alpha per message, one huge bucket loses overlap); says DP helps when
-# compute per byte communicated grows (bigger batch/model, NVLink/NCCL); capacity excludes activations and is
-# bounded by full replication (-> ZeRO/FSDP); a dead rank stops the whole job (no elastic recovery in DDP; lab 04).
+# Full marks: quotes measured step times for the three implementations at world 1 and 2; states efficiency < 1
+# on 2 shared cores (the course brief's "more devices, slower" in miniature) and picks the fastest measured
+# option with that caveat; identifies that naive pays one latency per parameter and no overlap, bucketed ~
+# torch DDP; names the bucket-sweep optimum (tiny buckets pay alpha per message, one huge bucket loses
+# overlap); says DP helps when compute per byte communicated grows (bigger batch/model, NVLink/NCCL); capacity
+# excludes activations and is bounded by full replication (-> ZeRO/FSDP); a dead rank stops the whole job (no
+# elastic recovery in DDP; lab 04).
 # === END MARK SCHEME ===

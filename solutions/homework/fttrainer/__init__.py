@@ -4,7 +4,8 @@ Modules (one concept each): ``config`` (dataclass + CLI), ``data`` (synthetic da
 (elastic exactly-once sampling), ``ddp`` (model, DDP, no_sync accumulation, LR schedule), ``distributed``
 (restart-safe process group), ``state`` (what a checkpoint holds), ``checkpoint`` (atomic save/resume),
 ``metrics`` (per-rank logs, straggler report), ``trainer`` (the loop), ``train`` (entry point), ``scaling``
-(world 1/2/4 experiment). Entry point: ``python -m fttrainer.train --help``.
+(world 1/2/4 experiment). Entry point: ``python -m fttrainer.train --help``; the loop itself is
+``fttrainer.trainer.train(cfg)`` (not re-exported: ``fttrainer.train`` is the entry-point module).
 """
 
 from .checkpoint import latest_checkpoint, load_checkpoint, prune, save_checkpoint, verify_checkpoint
@@ -15,11 +16,11 @@ from .metrics import MetricsLogger, load_metrics, straggler_report
 from .sampler import ElasticSampler, grad_accum_steps
 from .state import capture_state, restore_state, rng_state, set_rng_state
 from .scaling import plot_scaling, run_scaling
-from .trainer import param_digest, train
+from .trainer import param_digest
 
 __all__ = [
     "DatasetMeta", "DatasetMismatchError", "ElasticSampler", "MetricsLogger", "SyntheticDataset", "TrainConfig",
     "build_model", "build_parser", "capture_state", "check_dataset", "grad_accum_steps", "latest_checkpoint",
     "load_checkpoint", "load_metrics", "make_scheduler", "param_digest", "plot_scaling", "prune", "restore_state", "rng_state", "run_scaling",
-    "save_checkpoint", "set_rng_state", "straggler_report", "train", "train_step", "verify_checkpoint",
+    "save_checkpoint", "set_rng_state", "straggler_report", "train_step", "verify_checkpoint",
 ]

@@ -22,7 +22,7 @@ SLURM (one torchrun per node; SIGTERM at preemption triggers a checkpoint; ``--r
 
 In a notebook, on ranks started by ``course_dist.launch`` (the group exists already)::
 
-    course_dist.launch(fttrainer.train, world_size=2, args=(TrainConfig(run_dir="runs/nb"),))
+    course_dist.launch(fttrainer.trainer.train, world_size=2, args=(TrainConfig(run_dir="runs/nb"),))
 
 Fault drills: ``COURSE_FAULTS="kill:1@5"`` SIGKILLs rank 1 at step 5 (first attempt only), ``slow:1@0:0.05`` makes
 rank 1 a straggler. ``python -m fttrainer.train --help`` lists every option (generated from ``TrainConfig``).

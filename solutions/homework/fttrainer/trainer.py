@@ -95,9 +95,24 @@ class _Preemption:
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Train to the end (or ``max_steps``, or SIGTERM); returns a summary on every rank.
 
-    Summary keys: ``step``, ``epoch``, ``eval_loss``, ``param_digest``, ``resumed_from`` (step or None),
-    ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``. Rank 0 also writes it to
-    ``<run_dir>/final.json`` and the parameters to ``<run_dir>/final_params.pt``.
+    Contract (the drills rely on it):
+
+    - set ``cfg.threads``; :func:`init_distributed`; build data, sampler, model (``build_model``, then
+      ``wrap_model``), AdamW (``make_optimizer``), scheduler over ``steps_per_epoch x epochs`` steps;
+    - resume from ``latest_checkpoint(<run_dir>/ckpt)`` if there is one: ``check_dataset`` first, then
+      ``restore_state``;
+    - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a probe
+      that agrees on the SIGTERM flag (``any_rank``); steps count from 1; after an epoch's last step the epoch
+      counter moves on, so that step's checkpoint resumes at the next epoch's start;
+    - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from, dataset,
+      config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds) per save, an
+      ``end`` event; with ``cfg.log_samples`` also ``<run_dir>/metrics/samples-rank<r>.jsonl`` lines
+      ``{"step", "epoch", "idx": [sample indices]}``;
+    - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after SIGTERM
+      (then stop), and at the end if the last step is not saved yet;
+    - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from`` (step or
+      None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0 writes
+      it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to ``<run_dir>/final_params.pt``.
     """
     torch.set_num_threads(cfg.threads)
     info = init_distributed(cfg.backend)
