@@ -22,7 +22,14 @@ import pandas as pd
 
 from autograder.config import CourseConfig
 from autograder.grade import grade
-from autograder.mutants import find_mutants, mutant_submission, reference_submission, release_notebook
+from autograder.mutants import (
+    Mutant,
+    copy_extras,
+    find_mutants,
+    mutant_submission,
+    reference_submission,
+    release_notebook,
+)
 from autograder.plots import plot_scores
 from autograder.release import release, write_notebook
 from autograder.rubrics import Rubric, load_rubric
@@ -30,30 +37,18 @@ from autograder.rubrics import Rubric, load_rubric
 log = logging.getLogger("autograder.course")
 
 
-def _extras(cfg: CourseConfig, lab: str, dest: Path) -> None:
-    """Files beside the source (a reference package, data) go with reference-based samples, as a student's would."""
-    for item in sorted((cfg.solutions / lab).iterdir()):
-        if item.name in (f"{lab}.py", "__pycache__") or item.suffix == ".ipynb":
-            continue
-        target = dest / item.name
-        if item.is_dir():
-            shutil.copytree(item, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
-        else:
-            shutil.copy2(item, target)
-
-
 def build_samples(cfg: CourseConfig, lab: str, root: Path) -> dict[str, dict]:
     """Write the sample submissions of ``lab`` under ``root``; returns student -> expectation."""
     expect: dict[str, dict] = {}
 
-    def put(student: str, nb: nbformat.NotebookNode, extras: bool) -> None:
+    def put(student: str, nb: nbformat.NotebookNode, extras: bool, m: Mutant | None = None) -> None:
         d = root / student / lab
         if d.exists():
             shutil.rmtree(d)
         d.mkdir(parents=True)
         write_notebook(nb, d / f"{lab}.ipynb")
-        if extras:
-            _extras(cfg, lab, d)
+        if extras:  # files beside the source (a reference package, data) travel as a student's would
+            copy_extras(cfg, lab, d, m)
 
     put("reference", reference_submission(cfg, lab), True)
     expect["reference"] = {"kind": "reference"}
@@ -62,7 +57,7 @@ def build_samples(cfg: CourseConfig, lab: str, root: Path) -> dict[str, dict]:
     for m in find_mutants(cfg, lab):
         student = f"mutant-{m.name}"
         try:
-            put(student, mutant_submission(cfg, m), True)
+            put(student, mutant_submission(cfg, m), True, m)
         except KeyError as exc:
             log.error("%s: mutant %s cannot be applied: %s", lab, m.name, exc)
             expect[student] = {"kind": "broken", "why": str(exc)}
@@ -110,13 +105,14 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    _extras(cfg, lab, dest)
+    copy_extras(cfg, lab, dest)
     nb = source_notebook(cfg, lab)
     fast = os.environ.get("COURSE_FAST", "0") not in ("", "0")
     env_before = os.environ.get("COURSE_FAST")
     os.environ["COURSE_FAST"] = "1" if fast else "0"
     client = NotebookClient(nb, timeout=int(cfg.cell_timeout) * (1 if fast else 4), allow_errors=True,
-                            kernel_name="python3", resources={"metadata": {"path": str(dest)}})
+                            interrupt_on_timeout=True, kernel_name="python3",
+                            resources={"metadata": {"path": str(dest)}})
     errors = []
     try:
         client.execute()

@@ -43,6 +43,12 @@ class Mutant:
     source: str
     path: Path
 
+    @property
+    def is_file_mutant(self) -> bool:
+        """True when ``replaces`` names a file beside the source (e.g. the homework's ``fttrainer/sampler.py``):
+        the body is then APPENDED to that module (re-binding a function), instead of replacing a cell."""
+        return "/" in self.replaces or self.replaces.endswith(".py")
+
 
 def parse_mutant(path: Path, lab: str) -> Mutant:
     lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -102,7 +108,29 @@ def reference_submission(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
 
 
 def mutant_submission(cfg: CourseConfig, m: Mutant) -> nbformat.NotebookNode:
+    """The notebook of a mutant sample (a file mutant's notebook is the reference; see :func:`apply_file_mutant`)."""
+    if m.is_file_mutant:
+        return reference_submission(cfg, m.lab)
     return replace_cell(reference_submission(cfg, m.lab), m.replaces, m.source)
+
+
+def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None) -> None:
+    """Files beside the source (a reference package, data) into ``dest``; a file mutant is appended to its target."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for item in sorted((cfg.solutions / lab).iterdir()):
+        if item.name in (f"{lab}.py", "__pycache__") or item.suffix == ".ipynb":
+            continue
+        if item.is_dir():
+            shutil.copytree(item, dest / item.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                            dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, dest / item.name)
+    if m is not None and m.is_file_mutant:
+        target = dest / m.replaces
+        if not target.is_file():
+            raise KeyError(f"mutant {m.name}: {m.replaces} is not a file beside solutions/{lab}/{lab}.py")
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(f"\n\n# ---- mutant {m.name} (appended by the grader) ----\n{m.source}\n")
 
 
 # ---- exercise-level execution -----------------------------------------------------------------------------
@@ -121,7 +149,7 @@ def _env(**values: str):
 
 
 def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, stop_after: int | None = None,
-                   timeout: float | None = None) -> dict[str, bool]:
+                   timeout: float | None = None, mutant: Mutant | None = None) -> dict[str, bool]:
     """Run ``nb`` (cells ``[0, stop_after]``) in fast mode with nbclient; grade_id -> passed, per executed auto cell.
 
     A kernel that dies marks every not-yet-executed auto cell as failed instead of raising.
@@ -133,11 +161,10 @@ def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, st
     if stop_after is not None:
         nb.cells = nb.cells[: stop_after + 1]
     with tempfile.TemporaryDirectory(prefix=f"{lab}-exec-") as tmp:
-        for item in (cfg.solutions / lab).iterdir():
-            if item.is_file() and item.name != f"{lab}.py":
-                shutil.copy2(item, tmp)
+        copy_extras(cfg, lab, Path(tmp), mutant)
         client = NotebookClient(nb, timeout=int(timeout or cfg.cell_timeout), allow_errors=True,
-                                kernel_name="python3", resources={"metadata": {"path": tmp}})
+                                interrupt_on_timeout=True, kernel_name="python3",
+                                resources={"metadata": {"path": tmp}})
         with _env(**cfg.kernel_environ()):
             try:
                 client.execute()
@@ -187,8 +214,12 @@ def check_mutant(cfg: CourseConfig, m: Mutant) -> list[str]:
 
     rubric = load_rubric(cfg.rubric / f"{m.lab}.yaml")
     ex = rubric.exercise(m.exercise)
-    nb = replace_cell(source_notebook(cfg, m.lab), m.replaces, m.source)
-    got = execute_graded(cfg, m.lab, nb, stop_after=stop_index(nb, rubric, m.exercise))
+    if m.is_file_mutant:
+        nb = source_notebook(cfg, m.lab)
+        got = execute_graded(cfg, m.lab, nb, stop_after=stop_index(nb, rubric, m.exercise), mutant=m)
+    else:
+        nb = replace_cell(source_notebook(cfg, m.lab), m.replaces, m.source)
+        got = execute_graded(cfg, m.lab, nb, stop_after=stop_index(nb, rubric, m.exercise))
     problems = []
     for gid in sorted(ex.auto_ids):
         if got.get(gid, False):
@@ -210,7 +241,8 @@ def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None 
     that dies is restarted and the prefix replayed.
     """
     from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
+    from jupyter_core.utils import run_sync
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from tqdm.auto import tqdm
 
     from autograder.rubrics import load_rubric
@@ -221,7 +253,12 @@ def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None 
     pos = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
     problems: dict[str, list[str]] = {}
     by_cell: dict[int, list[Mutant]] = {}
-    for m in mutants:
+    for m in [m for m in mutants if m.is_file_mutant]:  # a changed module needs a fresh kernel each
+        try:
+            problems[m.name] = check_mutant(cfg, m)
+        except KeyError as exc:
+            problems[m.name] = [str(exc)]
+    for m in [m for m in mutants if not m.is_file_mutant]:
         try:
             ex = rubric.exercise(m.exercise)
         except KeyError as exc:
@@ -238,24 +275,24 @@ def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None 
     bar = tqdm(total=len(mutants), desc=f"{lab} mutants", disable=not progress)
 
     with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp, _env(**cfg.kernel_environ()):
-        for item in (cfg.solutions / lab).iterdir():
-            if item.is_file() and item.name != f"{lab}.py":
-                shutil.copy2(item, tmp)
+        copy_extras(cfg, lab, Path(tmp))
         client = NotebookClient(copy.deepcopy(nb), timeout=int(cfg.cell_timeout), allow_errors=True,
-                                kernel_name="python3", resources={"metadata": {"path": tmp}})
+                                interrupt_on_timeout=True, kernel_name="python3",
+                                resources={"metadata": {"path": tmp}})
 
         def run(cell: nbformat.NotebookNode, index: int) -> bool:
             """Execute one cell; False if the kernel died (then it has been restarted and the prefix replayed)."""
             try:
                 client.execute_cell(cell, index)
                 return True
+            except CellTimeoutError as exc:  # the interrupt did not stop it: recorded as a failed cell
+                cell.outputs.append(nbformat.v4.new_output("error", ename="CellTimeoutError", evalue=str(exc)[:200],
+                                                           traceback=[]))
+                return True
             except DeadKernelError:
                 log.warning("%s: kernel died in cell %d; restarting and replaying cells [0, %d)", lab, index, index)
-                client.km.restart_kernel(now=True)
-                client.kc.stop_channels()
-                client.kc = client.km.client()
-                client.kc.start_channels()
-                client.wait_for_reply(client.kc.kernel_info())
+                run_sync(client.km.restart_kernel)(now=True)
+                run_sync(client.kc.wait_for_ready)(timeout=120)
                 for j in range(index):
                     client.execute_cell(copy.deepcopy(nb.cells[j]), j)
                 return False

@@ -1,19 +1,25 @@
-"""Homework benchmark: does the reference trainer earn its scaling, what do its checkpoints cost, how fast does it
+"""Homework benchmark: does the reference trainer earn its scaling, what do its checkpoints cost, how fast
+does it
 recover - each next to what a user would do instead.
 
     python -m bench.bench_homework                                        # full (~4-6 min on 2 cores)
     python -c "from bench.bench_homework import main; main(quick=True)"   # smoke run (~1.5 min)
 
-Writes ``bench/results/homework.md``. Everything runs the reference package ``solutions/homework/fttrainer`` as
+Writes ``bench/results/homework.md``. Everything runs the reference package ``solutions/homework/fttrainer``
+as
 real ``torchrun --standalone`` jobs, one thread per rank (``OMP_NUM_THREADS=1``, ``--threads 1``).
 
-1. Weak-scaling efficiency at world 2 (target >= 0.8) on the default workload (MLP 256-1024x3-10, 2.4 M params,
+1. Weak-scaling efficiency at world 2 (target >= 0.8) on the default workload (MLP 256-1024x3-10, 2.4 M
+params,
    512 samples per rank per step as 4 micro-batches of 128 under ``no_sync``: one all-reduce of 9.5 MB per 512
-   samples) and on the workload where data parallelism fails (9.5 M params, 64 samples per rank and one all-reduce
+   samples) and on the workload where data parallelism fails (9.5 M params, 64 samples per rank and one
+   all-reduce
    of 38 MB per step - the measured.md case).
-2. Checkpoint cost: one atomic save (temp dir, fsync, manifest, rename) vs a bare ``torch.save`` of the same state,
+2. Checkpoint cost: one atomic save (temp dir, fsync, manifest, rename) vs a bare ``torch.save`` of the same
+state,
    and the overhead at the default interval (``ckpt_every=50``) = save time / (50 x step time), target < 5%.
-3. Recovery: SIGKILL of rank 1 under ``torchrun --max-restarts 3`` -> first resumed step (wall clock from the last
+3. Recovery: SIGKILL of rank 1 under ``torchrun --max-restarts 3`` -> first resumed step (wall clock from the
+last
    step of attempt 0 to the first step of attempt 1), with the work redone since the last checkpoint.
 """
 
@@ -34,20 +40,38 @@ REF = ROOT / "solutions" / "homework"
 RESULT = ROOT / "bench" / "results" / "homework.md"
 log = logging.getLogger("bench.homework")
 if str(REF) not in sys.path:
-    sys.path.append(str(REF))  # appended: the notebook source homework.py must not shadow the skeleton package
+    sys.path.append(
+        str(REF)
+    )  # appended: the notebook source homework.py must not shadow the skeleton package
 
 import fttrainer  # noqa: E402
 from fttrainer.metrics import load_metrics  # noqa: E402
 
 
-def _torchrun(nproc: int, args: list[str], run_dir: Path, env: dict[str, str] | None = None,
-              timeout: float = 300) -> None:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "--max-restarts=3", "--monitor-interval=0.5", "-m", "fttrainer.train", "--run-dir", str(run_dir), *args]
-    full = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(REF), str(ROOT)]), **(env or {}))
+def _torchrun(
+    nproc: int, args: list[str], run_dir: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=3",
+        "--monitor-interval=0.5",
+        "-m",
+        "fttrainer.train",
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
+    full = dict(
+        os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(REF), str(ROOT)]), **(env or {})
+    )
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as out:
-        p = subprocess.Popen(cmd, env=full, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                             cwd=run_dir.parent)
+        p = subprocess.Popen(
+            cmd, env=full, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir.parent
+        )
         try:
             rc = p.wait(timeout=timeout)
         finally:
@@ -57,15 +81,25 @@ def _torchrun(nproc: int, args: list[str], run_dir: Path, env: dict[str, str] | 
                 pass
             p.wait()
     if rc != 0:
-        raise RuntimeError(f"{cmd} exited {rc}: {(run_dir.parent / f'{run_dir.name}.log').read_text()[-2000:]}")
+        raise RuntimeError(
+            f"{cmd} exited {rc}: {(run_dir.parent / f'{run_dir.name}.log').read_text()[-2000:]}"
+        )
 
 
 def scaling(work: Path, quick: bool) -> pd.DataFrame:
     steps, worlds = (10, (1, 2)) if quick else (30, (1, 2, 4))
-    good = fttrainer.run_scaling(work / "good", worlds=worlds, per_rank_batch=512, micro_batch=128, steps=steps,
-                                 skip=3)
-    bad = fttrainer.run_scaling(work / "bad", worlds=worlds, per_rank_batch=64, micro_batch=64, steps=steps, skip=3,
-                                extra_args=("--hidden", "2048", "--in-dim", "512"))
+    good = fttrainer.run_scaling(
+        work / "good", worlds=worlds, per_rank_batch=512, micro_batch=128, steps=steps, skip=3
+    )
+    bad = fttrainer.run_scaling(
+        work / "bad",
+        worlds=worlds,
+        per_rank_batch=64,
+        micro_batch=64,
+        steps=steps,
+        skip=3,
+        extra_args=("--hidden", "2048", "--in-dim", "512"),
+    )
     good.insert(0, "workload", "default: 2.4 M params, 512/rank, accum 4 (no_sync)")
     bad.insert(0, "workload", "fails: 9.5 M params, 64/rank, sync every micro-batch")
     return pd.concat([good, bad], ignore_index=True)
@@ -75,7 +109,9 @@ def checkpoint_cost(work: Path, quick: bool) -> pd.DataFrame:
     import torch
 
     cfg = fttrainer.TrainConfig()
-    data = fttrainer.SyntheticDataset(cfg.data_size, cfg.in_dim, cfg.classes, cfg.data_seed, cfg.data_version, "b")
+    data = fttrainer.SyntheticDataset(
+        cfg.data_size, cfg.in_dim, cfg.classes, cfg.data_seed, cfg.data_version, "b"
+    )
     model = fttrainer.build_model(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     model(torch.randn(4, cfg.in_dim)).sum().backward()
@@ -93,19 +129,31 @@ def checkpoint_cost(work: Path, quick: bool) -> pd.DataFrame:
         torch.save({**shared, **local}, work / "plain.pt")
         plain.append(time.perf_counter() - t)
     size = sum(p.stat().st_size for p in (work / "ckpt").glob("step-*/*"))
-    return pd.DataFrame([
-        {"save": "atomic save_checkpoint (tmp, fsync, sha256 manifest, rename, latest)",
-         "median_s": pd.Series(atomic).median(), "bytes": size / 2},
-        {"save": "bare torch.save (not atomic, no fsync)", "median_s": pd.Series(plain).median(),
-         "bytes": (work / "plain.pt").stat().st_size},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "save": "atomic save_checkpoint (tmp, fsync, sha256 manifest, rename, latest)",
+                "median_s": pd.Series(atomic).median(),
+                "bytes": size / 2,
+            },
+            {
+                "save": "bare torch.save (not atomic, no fsync)",
+                "median_s": pd.Series(plain).median(),
+                "bytes": (work / "plain.pt").stat().st_size,
+            },
+        ]
+    )
 
 
 def recovery(work: Path, quick: bool) -> dict[str, float]:
     run_dir = work / "kill"
     run_dir.mkdir()
-    _torchrun(2, ["--ckpt-every", "10", "--max-steps", "20" if quick else "40", "--epochs", "100",
-                  "--log-every", "0"], run_dir, env={"COURSE_FAULTS": "kill:1@15"})
+    _torchrun(
+        2,
+        ["--ckpt-every", "10", "--max-steps", "20" if quick else "40", "--epochs", "100", "--log-every", "0"],
+        run_dir,
+        env={"COURSE_FAULTS": "kill:1@15"},
+    )
     m = load_metrics(run_dir)
     last0 = m[m.attempt == 0]["time"].max()
     first1 = m[m.attempt == 1]["time"].min()
@@ -117,6 +165,7 @@ def recovery(work: Path, quick: bool) -> dict[str, float]:
 
 def _md(df: pd.DataFrame) -> str:
     """A markdown table without the optional `tabulate` dependency."""
+
     def cell(v: object) -> str:
         return f"{v:.4g}" if isinstance(v, float) else str(v)
 
@@ -141,19 +190,34 @@ def main(quick: bool = False) -> Path:
     save_s = float(ck["median_s"].iloc[0])
     overhead = save_s / (interval * step_s_w1 + save_s)
     lines = [
-        "# Homework trainer benchmark", "",
+        "# Homework trainer benchmark",
+        "",
         f"Generated by `bench/bench_homework.py` ({'quick smoke run' if quick else 'full run'}, "
-        f"{time.perf_counter() - t0:.0f} s). 2 cores, gloo, one thread per rank; ratios matter more than numbers.",
-        "", "## Weak scaling (same work per rank)", "", _md(sc), "",
-        f"- world-2 efficiency, default workload: **{good2.efficiency:.2f}** (target >= 0.8); failing workload: "
-        f"**{bad2.efficiency:.2f}**.", "",
-        "## Checkpoint cost", "", _md(ck), "",
+        f"{time.perf_counter() - t0:.0f} s). 2 cores, gloo, one thread per rank; "
+        "ratios matter more than numbers.",
+        "",
+        "## Weak scaling (same work per rank)",
+        "",
+        _md(sc),
+        "",
+        f"- world-2 efficiency, default workload: **{good2.efficiency:.2f}** (target >= 0.8); "
+        "failing workload: "
+        f"**{bad2.efficiency:.2f}**.",
+        "",
+        "## Checkpoint cost",
+        "",
+        _md(ck),
+        "",
         f"- atomic / bare torch.save: {save_s / float(ck['median_s'].iloc[1]):.2f}x; overhead at the default "
-        f"interval ({interval} steps of {step_s_w1:.3f} s at world 1): **{overhead:.1%}** (target < 5%).", "",
-        "## Recovery (world 2, SIGKILL rank 1 at step 15, checkpoint every 10 steps)", "",
-        f"- SIGKILL -> first resumed step: **{rec['recovery_s']:.1f} s** (torchrun notices the death, restarts both "
+        f"interval ({interval} steps of {step_s_w1:.3f} s at world 1): **{overhead:.1%}** (target < 5%).",
+        "",
+        "## Recovery (world 2, SIGKILL rank 1 at step 15, checkpoint every 10 steps)",
+        "",
+        f"- SIGKILL -> first resumed step: **{rec['recovery_s']:.1f} s** (torchrun notices the death, "
+        "restarts both "
         f"workers, Python + torch import, rendezvous on the attempt's PrefixStore, checkpoint load); then "
-        f"{rec['steps_redone']} steps redone (~{rec['steps_redone'] * rec['step_s']:.1f} s of lost work).", "",
+        f"{rec['steps_redone']} steps redone (~{rec['steps_redone'] * rec['step_s']:.1f} s of lost work).",
+        "",
     ]
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text("\n".join(lines) + "\n")

@@ -1,8 +1,8 @@
 """Logging for course_dist: one logger, ``logging.getLogger("course_dist")``, with the rank in every line.
 
 Library code never calls ``print``: the launcher logs as ``[launcher]``, a rank as ``[rank N]``. A rank's log
-lines go to its stderr, which the launcher streams into the notebook cell (prefixed ``[rank N]`` once more by the
-stream, so the logger's own prefix is kept short).
+lines go to its stderr, which the launcher streams into the notebook cell (prefixed ``[rank N]`` once more by
+the stream, so the logger's own prefix is kept short).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
-"""Process start methods for ``launch``: a private, torch-preloaded forkserver (default), fork (opt-in), spawn.
+"""Start methods for ``launch``: a private, torch-preloaded forkserver (default), fork (opt-in), spawn.
 
 Why a forkserver (measured on this course's 2-core box, see shared/reference/measured.md):
 - plain ``fork`` is fastest (~0.1 s) but inherits the parent's threads and locks: after the parent ran a
   multi-threaded torch op the child's first OpenMP region hangs, and forking while the parent hosts a TCPStore
   deadlocks ~1 in 4 launches at world 4 (glibc resolver lock). Neither can be fixed from the child.
 - ``spawn`` is safe but each rank imports torch again (2.6-15 s).
-- a forkserver is a fresh single-threaded interpreter that imported torch once; each rank is a fork of *it*, so
-  it inherits no parent threads or locks and starts in ~0.1 s once the server is up (~2 s the first time).
+- a forkserver is a fresh single-threaded interpreter that imported torch once; each rank is a fork of *it*,
+  so it inherits no parent threads or locks and starts in ~0.1 s once the server is up (~2 s the first time).
 
 Why a *private* server instead of ``multiprocessing.get_context("forkserver")``: the stdlib server is a global
 singleton; if anything started it before us without torch preloaded, every launch pays the 3 s import again
-(5-6 s measured), and the stdlib re-imports the parent's ``__main__`` in every child (a script without an
-``if __name__ == "__main__"`` guard would recurse). Our functions travel by value (cloudpickle), so the children
+(5-6 s measured), and the stdlib re-imports the parent's ``__main__`` in every child (a script without an ``if
+__name__ == "__main__"`` guard would recurse). Our functions travel by value (cloudpickle), so the children
 need neither: we keep our own ``ForkServer`` instance and strip ``__main__`` from the preparation data.
 """
 
@@ -80,14 +80,16 @@ class _CourseForkServerContext(mp_context.ForkServerContext):
 
 
 def get_context(start_method: str | None) -> tuple[str, Any]:
-    """Resolve ``start_method`` (None = the safe default for this platform) to (name, multiprocessing context)."""
+    """Resolve ``start_method`` (None: the safe default here) to (name, multiprocessing context)."""
     available = multiprocessing.get_all_start_methods()
     if start_method is None:
         start_method = "forkserver" if "forkserver" in available else "spawn"
     if start_method not in ("forkserver", "fork", "spawn"):
         raise ValueError(f"start_method must be None, 'forkserver', 'fork' or 'spawn', got {start_method!r}")
     if start_method not in available:
-        raise ValueError(f"start_method {start_method!r} is not available on {sys.platform}; use one of {available}")
+        raise ValueError(
+            f"start_method {start_method!r} is not available on {sys.platform}; use one of {available}"
+        )
     if start_method == "forkserver":
         return "forkserver", _CourseForkServerContext()
     return start_method, multiprocessing.get_context(start_method)

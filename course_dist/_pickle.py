@@ -1,8 +1,9 @@
 """cloudpickle that keeps each function's real file name, so remote tracebacks point at the notebook cell.
 
-cloudpickle (3.x) rewrites ``co_filename`` of every by-value code object to ``"<dynamic-code>"`` to make payloads
-deterministic. The launcher ships the cell sources (linecache entries) to the ranks; for tracebacks to find them
-the code must keep its cell file name (``/tmp/ipykernel_123/456.py``), so we override only that reducer.
+cloudpickle (3.x) rewrites ``co_filename`` of every by-value code object to ``"<dynamic-code>"`` to make
+payloads deterministic. The launcher ships the cell sources (linecache entries) to the ranks; for tracebacks
+to find them the code must keep its cell file name (``/tmp/ipykernel_123/456.py``), so we override only that
+reducer.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def _code_reduce_keep_filename(code: types.CodeType) -> tuple:
 
 
 class _Pickler(cloudpickle.Pickler):
-    dispatch_table = ChainMap({types.CodeType: _code_reduce_keep_filename}, cloudpickle.Pickler.dispatch_table)
+    dispatch_table = ChainMap(
+        {types.CodeType: _code_reduce_keep_filename}, cloudpickle.Pickler.dispatch_table
+    )
 
 
 def dumps(obj: Any) -> bytes:

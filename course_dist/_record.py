@@ -2,13 +2,14 @@
 
 Two records, both written with raw ``os`` calls so they survive a SIGKILL and need no Python handler to run
 while a rank is blocked inside C++ (where signal handlers cannot run):
-- ``last.<rank>``: the last collective entered, overwritten in place with ``os.pwrite`` (always on; this is what
-  ``LaunchTimeout.last_collective`` reports);
-- ``trace.<rank>.jsonl``: one JSON line when a collective is issued and one when it ends (``trace=True`` only).
+- ``last.<rank>``: the last collective entered, overwritten in place with ``os.pwrite`` (always on; this is
+  what ``LaunchTimeout.last_collective`` reports);
+- ``trace.<rank>.jsonl``: one JSON line when a collective is issued and one when it ends (``trace=True``
+  only).
 
-Only attribute lookups through the ``torch.distributed`` namespace are wrapped (``dist.all_reduce(...)``), which is
-how user code and most of torch call them; torch's internal calls between c10d functions are not recorded, so an
-``all_gather_object`` counts once, not as the all_gathers it is made of.
+Only attribute lookups through the ``torch.distributed`` namespace are wrapped (``dist.all_reduce(...)``),
+which is how user code and most of torch call them; torch's internal calls between c10d functions are not
+recorded, so an ``all_gather_object`` counts once, not as the all_gathers it is made of.
 """
 
 from __future__ import annotations
@@ -22,12 +23,28 @@ from typing import Any
 
 # op name -> parameter whose shape/dtype every rank must agree on (None: no tensor)
 OPS: dict[str, str | None] = {
-    "all_reduce": "tensor", "broadcast": "tensor", "reduce": "tensor", "all_gather": "tensor",
-    "all_gather_into_tensor": "input_tensor", "reduce_scatter": "output", "reduce_scatter_tensor": "input",
-    "gather": "tensor", "scatter": "tensor", "barrier": None, "all_to_all": "input_tensor_list",
-    "all_to_all_single": "input", "all_gather_object": None, "broadcast_object_list": "object_list",
-    "gather_object": None, "scatter_object_list": None, "monitored_barrier": None,
-    "send": "tensor", "recv": "tensor", "isend": "tensor", "irecv": "tensor", "batch_isend_irecv": "p2p_op_list",
+    "all_reduce": "tensor",
+    "broadcast": "tensor",
+    "reduce": "tensor",
+    "all_gather": "tensor",
+    "all_gather_into_tensor": "input_tensor",
+    "reduce_scatter": "output",
+    "reduce_scatter_tensor": "input",
+    "gather": "tensor",
+    "scatter": "tensor",
+    "barrier": None,
+    "all_to_all": "input_tensor_list",
+    "all_to_all_single": "input",
+    "all_gather_object": None,
+    "broadcast_object_list": "object_list",
+    "gather_object": None,
+    "scatter_object_list": None,
+    "monitored_barrier": None,
+    "send": "tensor",
+    "recv": "tensor",
+    "isend": "tensor",
+    "irecv": "tensor",
+    "batch_isend_irecv": "p2p_op_list",
 }
 P2P = {"send", "recv", "isend", "irecv", "batch_isend_irecv"}
 LAST_SIZE = 1024
@@ -134,8 +151,18 @@ def _wrap(dist: Any, name: str, fn: Any, tensor_param: str | None) -> Any:
         seq = _seq.get(gname, 0)
         _seq[gname] = seq + 1
         shape, dtype = _describe(tensor)
-        rec = {"rank": _rank, "seq": seq, "op": name, "shape": shape, "dtype": dtype, "group": gname,
-               "group_ranks": granks, "site": _site(), "t_start": time.time(), "done": False}
+        rec = {
+            "rank": _rank,
+            "seq": seq,
+            "op": name,
+            "shape": shape,
+            "dtype": dtype,
+            "group": gname,
+            "group_ranks": granks,
+            "site": _site(),
+            "t_start": time.time(),
+            "done": False,
+        }
         _write_last(rec)
         _write_trace(rec)
         out = fn(*args, **kwargs)

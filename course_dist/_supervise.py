@@ -1,9 +1,9 @@
 """Launcher-side plumbing: stream per-rank output, kill process trees, and read what the ranks left behind.
 
-Naive alternative (what ``torch.multiprocessing.spawn`` does): join the processes and, on the first non-zero exit,
-raise with whatever the children printed. That names the rank whose exit was *noticed* first, which is often a
-survivor failing with "Connection closed by peer" after the real culprit died; we instead rank failures by
-cause (see ``is_secondary``) and by the time each rank recorded.
+Naive alternative (what ``torch.multiprocessing.spawn`` does): join the processes and, on the first non-zero
+exit, raise with whatever the children printed. That names the rank whose exit was *noticed* first, which is
+often a survivor failing with "Connection closed by peer" after the real culprit died; we instead rank
+failures by cause (see ``is_secondary``) and by the time each rank recorded.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import psutil
 
 # Errors a rank gets *because another rank failed* (gloo/NCCL peers going away, the store closing).
 _SECONDARY = re.compile(
-    r"Connection (closed|reset) by peer|Broken pipe|Connection refused|ECONNRESET|EPIPE|NCCL communicator was aborted"
+    r"Connection (closed|reset) by peer|Broken pipe|Connection refused|ECONNRESET|EPIPE"
+    r"|NCCL communicator was aborted"
     r"|Socket Timeout|recvValue failed|Read error|Failed to recv|Connection timed out|connectFullMesh failed",
     re.IGNORECASE,
 )
@@ -45,9 +46,10 @@ def describe_exit(code: int | None) -> tuple[str, str | None]:
 
 
 class Tailer:
-    """Follows ``out.<rank>``/``err.<rank>`` and re-emits complete lines as ``[rank N] ...`` in the caller's streams.
+    """Follows ``out.<rank>``/``err.<rank>``; re-emits complete lines as ``[rank N] ...`` in our streams.
 
-    Runs in the launcher's thread (polled from the wait loop), so in a notebook the lines land in the running cell.
+    Runs in the launcher's thread (polled from the wait loop), so in a notebook the lines land in the
+    running cell.
     """
 
     def __init__(self, run_dir: str, world_size: int, stream: bool) -> None:
@@ -106,7 +108,7 @@ def _tree(pids: list[int]) -> list[psutil.Process]:
 
 
 def kill_tree(pids: list[int], grace: float = 0.5) -> None:
-    """SIGTERM the processes and all their descendants, wait ``grace`` s, SIGKILL what is left, wait for it."""
+    """SIGTERM the processes and their descendants, wait ``grace`` s, SIGKILL what is left, reap."""
     procs = _tree(pids)
     for p in procs:
         try:

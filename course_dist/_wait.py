@@ -1,12 +1,14 @@
 """The launcher's wait loop: results, the first failure, or the timeout, and never a surviving child.
 
 Failure policy (why it looks like this):
-- the first failure wins, judged by *cause* then time: a rank that raised something other than a peer-connection
-  error, or died without a result, is a root cause; "Connection closed by peer" in a survivor is a consequence;
-- after the first failure the others get 1 s to finish or fail on their own (gloo peers of a dead rank error out
-  within ~0.02 s), then their whole process trees get SIGTERM, 0.5 s, SIGKILL;
+- the first failure wins, judged by *cause* then time: a rank that raised something other than a
+  peer-connection error, or died without a result, is a root cause; "Connection closed by peer" in a survivor
+  is a consequence;
+- after the first failure the others get 1 s to finish or fail on their own (gloo peers of a dead rank error
+  out within ~0.02 s), then their whole process trees get SIGTERM, 0.5 s, SIGKILL;
 - on timeout every live rank gets SIGUSR1 (faulthandler dumps its Python stacks even while blocked in C++),
-  the launcher waits for the dumps, then kills, then reports stacks plus the last collective each rank entered.
+  the launcher waits for the dumps, then kills, then reports stacks plus the last collective each rank
+  entered.
 """
 
 from __future__ import annotations
@@ -19,8 +21,16 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from course_dist import _record
-from course_dist._supervise import LIVE, Tailer, describe_exit, format_collective, indent, is_secondary, kill_tree
-from course_dist._supervise import read_stack
+from course_dist._supervise import (
+    LIVE,
+    Tailer,
+    describe_exit,
+    format_collective,
+    indent,
+    is_secondary,
+    kill_tree,
+    read_stack,
+)
 from course_dist.errors import LaunchTimeout, RankError
 
 FAILURE_GRACE_S = 1.0
@@ -70,7 +80,9 @@ class _Run:
             if r not in self.ended_at and p.exitcode is not None:
                 self.ended_at[r] = time.time()
                 LIVE.discard(p.pid)
-            if r in self.ended_at and (p.exitcode != 0 or not os.path.exists(os.path.join(self.run_dir, f"result.{r}"))):
+            if r in self.ended_at and (
+                p.exitcode != 0 or not os.path.exists(os.path.join(self.run_dir, f"result.{r}"))
+            ):
                 failed = True
         return failed
 
@@ -91,11 +103,15 @@ class _Run:
         self.tailer.poll(final=True)
 
     def texts(self) -> tuple[list[str], list[str]]:
-        return ([self.tailer.text("out", r) for r in range(self.world)],
-                [self.tailer.text("err", r) for r in range(self.world)])
+        return (
+            [self.tailer.text("out", r) for r in range(self.world)],
+            [self.tailer.text("err", r) for r in range(self.world)],
+        )
 
 
-def supervise(procs: list[Any], run_dir: str, world: int, timeout: float, stream: bool, trace: bool) -> Outcome:
+def supervise(
+    procs: list[Any], run_dir: str, world: int, timeout: float, stream: bool, trace: bool
+) -> Outcome:
     run = _Run(procs, run_dir, world, stream)
     deadline = time.monotonic() + timeout
     while True:
@@ -137,7 +153,9 @@ def _fail(run: _Run, trace: bool) -> None:
             candidates.append((is_secondary(res["message"]), res["t"], r))
         else:
             candidates.append((False, run.ended_at.get(r, time.time()), r))
-    root = min(candidates)[2] if candidates else next(r for r in range(run.world) if run.procs[r].exitcode != 0)
+    root = (
+        min(candidates)[2] if candidates else next(r for r in range(run.world) if run.procs[r].exitcode != 0)
+    )
 
     def state(r: int) -> str:
         res, code = results[r], run.procs[r].exitcode
@@ -161,21 +179,36 @@ def _fail(run: _Run, trace: bool) -> None:
         how, signal_name = describe_exit(code)
         head = f"rank {root} died: {how}" + ("" if code else " without returning a result (os._exit?)")
         tail = "\n".join(err[root].splitlines()[-25:])
-        remote_tb = (f"(no Python traceback: the process was killed or exited abruptly; last collective: "
-                     f"{format_collective(_record.read_last(run.run_dir, root))})\n--- last stderr lines ---\n{tail}")
+        remote_tb = (
+            f"(no Python traceback: the process was killed or exited abruptly; last collective: "
+            f"{format_collective(_record.read_last(run.run_dir, root))})\n--- last stderr lines ---\n{tail}"
+        )
         exc_type = None
     if res is not None and not res["ok"] and is_secondary(res["message"]):
         early = [r for r in range(run.world) if results[r] is not None and results[r]["ok"]]
-        head += ("\n  (this error is itself a consequence: a peer left while rank "
-                 f"{root} waited in a collective{'; ranks ' + str(early) + ' returned early' if early else ''}. "
-                 "Usually the ranks called different collectives or shapes: rerun with trace=True and call "
-                 "course_dist.first_divergence(err.trace).)")
-    msg = (f"{head}\n"
-           + "".join(f"  rank {r}: {s}\n" for r, s in others.items())
-           + f"--- remote traceback of rank {root} ---\n{remote_tb.rstrip()}")
-    raise RankError(msg, rank=root, exitcode=code, signal_name=signal_name, exc_type=exc_type,
-                    remote_traceback=remote_tb, others=others, stdout=out, stderr=err,
-                    trace=_trace_frame(run.run_dir, run.world, trace))
+        head += (
+            "\n  (this error is itself a consequence: a peer left while rank "
+            f"{root} waited in a collective{'; ranks ' + str(early) + ' returned early' if early else ''}. "
+            "Usually the ranks called different collectives or shapes: rerun with trace=True and call "
+            "course_dist.first_divergence(err.trace).)"
+        )
+    msg = (
+        f"{head}\n"
+        + "".join(f"  rank {r}: {s}\n" for r, s in others.items())
+        + f"--- remote traceback of rank {root} ---\n{remote_tb.rstrip()}"
+    )
+    raise RankError(
+        msg,
+        rank=root,
+        exitcode=code,
+        signal_name=signal_name,
+        exc_type=exc_type,
+        remote_traceback=remote_tb,
+        others=others,
+        stdout=out,
+        stderr=err,
+        trace=_trace_frame(run.run_dir, run.world, trace),
+    )
 
 
 def _timeout(run: _Run, timeout: float, trace: bool) -> None:
@@ -192,17 +225,31 @@ def _timeout(run: _Run, timeout: float, trace: bool) -> None:
                 pass
     _wait_for_dumps(run.run_dir, asked)
     run.kill(run.live())
-    stacks = {r: read_stack(run.run_dir, r) or "(no stack dump: the rank had not started Python yet)" for r in live}
+    stacks = {
+        r: read_stack(run.run_dir, r) or "(no stack dump: the rank had not started Python yet)" for r in live
+    }
     last = {r: _record.read_last(run.run_dir, r) for r in range(run.world)}
     out, err = run.texts()
-    msg = (f"launch timed out after {timeout:g} s (the launcher's timeout): ranks {live} still running, "
-           f"ranks {finished} finished.\nLast collective per rank:\n"
-           + "".join(f"  rank {r}: {format_collective(last[r])}\n" for r in range(run.world))
-           + "".join(f"--- stack of rank {r} (most recent call first) ---\n{indent(stacks[r], '  ')}\n" for r in live)
-           + "Ranks waiting in different collectives, or one rank outside any, is a mismatch: rerun with "
-             "trace=True and call course_dist.first_divergence(err.trace).")
-    raise LaunchTimeout(msg, timeout=timeout, stacks=stacks, last_collective=last, finished=finished,
-                        stdout=out, stderr=err, trace=_trace_frame(run.run_dir, run.world, trace))
+    msg = (
+        f"launch timed out after {timeout:g} s (the launcher's timeout): ranks {live} still running, "
+        f"ranks {finished} finished.\nLast collective per rank:\n"
+        + "".join(f"  rank {r}: {format_collective(last[r])}\n" for r in range(run.world))
+        + "".join(
+            f"--- stack of rank {r} (most recent call first) ---\n{indent(stacks[r], '  ')}\n" for r in live
+        )
+        + "Ranks waiting in different collectives, or one rank outside any, is a mismatch: rerun with "
+        "trace=True and call course_dist.first_divergence(err.trace)."
+    )
+    raise LaunchTimeout(
+        msg,
+        timeout=timeout,
+        stacks=stacks,
+        last_collective=last,
+        finished=finished,
+        stdout=out,
+        stderr=err,
+        trace=_trace_frame(run.run_dir, run.world, trace),
+    )
 
 
 def _wait_for_dumps(run_dir: str, ranks: list[int]) -> None:

@@ -2,16 +2,20 @@
 
 Order matters and each step says why:
 1. stdout/stderr (fd 1 and 2, so C++ and gloo output too) go to per-rank files the launcher streams;
-2. faulthandler: SIGUSR1 dumps every thread's Python stack to ``stack.<rank>`` (the launcher's timeout report),
-   crashes (SIGSEGV, SIGABRT from gloo) print theirs to stderr; this works while blocked in C++;
-3. a daemon thread watches the parent's pipe and ``os._exit``s when the launcher dies (a killed notebook kernel
-   must not leave ranks behind; ``getppid()`` would name the forkserver, not the launcher);
-4. the launcher's environment, sys.path and cwd *as of this launch* (a forkserver started earlier has stale ones);
+2. faulthandler: SIGUSR1 dumps every thread's Python stack to ``stack.<rank>`` (the launcher's timeout
+   report), crashes (SIGSEGV, SIGABRT from gloo) print theirs to stderr; this works while blocked in C++;
+3. a daemon thread watches the parent's pipe and ``os._exit``s when the launcher dies (a killed notebook
+   kernel must not leave ranks behind; ``getppid()`` would name the forkserver, not the launcher);
+4. the launcher's environment, sys.path and cwd *as of this launch* (a forkserver started earlier has stale
+   ones);
 5. ``torch.set_num_threads`` before any torch op (2 ranks x 2 threads on 2 cores halves throughput);
 6. the process group on the launcher's TCPStore under a per-launch prefix (no port of our own to collide on);
-7. the function, then its result (or traceback) in ``result.<rank>``, written tmp+rename so a half-written file
-   is never read; on error ``os._exit(1)`` at once so peers blocked on us get "connection closed" immediately.
-Only the standard library is imported at module level: under spawn, step 2 must happen before ``import torch``.
+7. the function, then its result (or traceback) in ``result.<rank>``, written tmp+rename so a half-written
+   file is never read; on error ``os._exit(1)`` at once so peers blocked on us get "connection closed"
+   immediately.
+
+Only the standard library is imported at module level: under spawn, step 2 must happen before
+``import torch``.
 """
 
 from __future__ import annotations
@@ -107,7 +111,8 @@ def main(spec: dict[str, Any]) -> None:
 
         _log.set_where(f"rank {rank}")
         _log.install_rank_handler()
-        dist.set_debug_level_from_env()  # read at import; the forkserver imported torch before our env existed
+        # TORCH_DISTRIBUTED_DEBUG is read at import, and the forkserver imported torch before this env existed
+        dist.set_debug_level_from_env()
         from datetime import timedelta
 
         world = spec["world_size"]
@@ -139,7 +144,8 @@ def main(spec: dict[str, Any]) -> None:
         _flush()
         if world > 1:
             # Leave together. A rank that returns first and exits can cut a peer that is still inside gloo's
-            # connectFullMesh ("Connection closed by peer" in init_process_group, ~1 in 100 launches measured).
+            # connectFullMesh ("Connection closed by peer" in init_process_group, ~1 in 100 launches
+            # measured).
             # On the store, not the process group: a process-group barrier would pair with a peer's pending
             # (mismatched) collective and hide the bug the trace should show.
             if store.add("course_dist/exit_count", 1) == world:
@@ -151,8 +157,11 @@ def main(spec: dict[str, Any]) -> None:
         t = time.time()
         tb = _format_tb(e)
         try:
-            _write_result(run_dir, rank, {"ok": False, "t": t, "exc_type": type(e).__name__,
-                                          "message": str(e), "traceback": tb})
+            _write_result(
+                run_dir,
+                rank,
+                {"ok": False, "t": t, "exc_type": type(e).__name__, "message": str(e), "traceback": tb},
+            )
         finally:
             sys.stderr.write(tb)
             _flush()

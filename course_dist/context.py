@@ -1,8 +1,8 @@
-"""Who am I? ``rank()``, ``world_size()`` and ``device()`` inside a rank started by ``launch`` or ``course_dist.run``.
+"""Who am I? ``rank()``, ``world_size()``, ``device()`` in a rank of ``launch`` or ``course_dist.run``.
 
 The launcher (or the torchrun entry point) fills in this module's state before calling the user's function.
-Outside any launch the answers fall back to an initialized ``torch.distributed`` group, then to a single process
-(rank 0 of 1 on the CPU), so the same cell also runs unchanged in a plain notebook.
+Outside any launch the answers fall back to an initialized ``torch.distributed`` group, then to a single
+process (rank 0 of 1 on the CPU), so the same cell also runs unchanged in a plain notebook.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The two ways a launch fails: a rank broke (``RankError``) or nobody finished in time (``LaunchTimeout``).
 
-Both carry what a student needs to find the bug without re-running: the rank, its remote traceback or stack dump,
-the last collective each rank entered, what the other ranks were doing, and their captured stdout/stderr.
+Both carry what a student needs to find the bug without re-running: the rank, its remote traceback or stack
+dump, the last collective each rank entered, what the other ranks were doing, and their captured
+stdout/stderr.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ class RankError(RuntimeError):
 
     Attributes:
         rank: the rank that failed first.
-        exitcode: its process exit code (negative = killed by a signal, e.g. -9), or None if it raised and exited 1.
+        exitcode: its process exit code (negative = killed by a signal, e.g. -9), or None if it raised and
+        exited 1.
         signal_name: e.g. ``"SIGKILL"`` when the rank was killed by a signal, else None.
         exc_type: the remote exception's type name (e.g. ``"ValueError"``), or None if the rank died.
         remote_traceback: the rank's formatted traceback (notebook cells show their file, line and source).
-        others: ``{rank: one-line state}`` for every other rank (finished / raised X / killed by the launcher).
+        others: ``{rank: one-line state}`` for every other rank (finished / raised X / killed by the
+        launcher).
         stdout, stderr: per-rank captured text (lists indexed by rank).
         trace: the collective trace DataFrame when ``launch(trace=True)``, else None.
     """
@@ -53,7 +56,7 @@ class RankError(RuntimeError):
 
 
 class LaunchTimeout(TimeoutError):
-    """No failure, but the ranks did not all finish within ``timeout`` seconds (a hang or a mismatched collective).
+    """No rank failed, but not all finished within ``timeout`` seconds (a hang or a mismatched collective).
 
     Attributes:
         timeout: the launcher's timeout in seconds (this, not the process group's 30-minute one, fired).

@@ -1,7 +1,9 @@
-"""Small functions to try the package with, from a notebook or under torchrun.
+"""Small functions to try the package with, from a notebook or under torchrun:
 
     course_dist.launch(course_dist.examples.train_demo, 2, args=(20,))
     torchrun --standalone --nproc-per-node 2 -m course_dist.run course_dist.examples:train_demo 20
+
+Both print the same final weight norm on every rank.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def allreduce_ranks() -> float:
 def train_demo(steps: int | str = 10) -> float:
     """A data-parallel toy: each rank computes a gradient on its own data, all_reduce averages it, every rank
     applies the same update. ``course_dist.step(i)`` applies the fault plan (COURSE_FAULTS). Returns the final
-    weight norm (identical on every rank, and identical across restarts since nothing is random but the seed)."""
+    weight norm (identical on every rank, and across restarts: nothing is random but the seed)."""
     steps = int(steps)
     seed_all(0)
     w = torch.zeros(8)

@@ -6,8 +6,8 @@ A plan is a list of ``Fault`` or the ``COURSE_FAULTS`` string ``kind:rank@step[:
     launch(train, 2, faults=[Fault("kill", rank=1, step=5)])                       # from a notebook
     COURSE_FAULTS=kill:1@5 torchrun --nproc-per-node 2 --max-restarts 1 -m course_dist.run mymod:train
 
-``attempt`` is compared with ``TORCHELASTIC_RESTART_COUNT`` (0 outside torchrun): the default ``attempt=0`` fires
-only on the first attempt, so a restarted job gets past the fault (``#*`` in the string: every attempt).
+``attempt`` is compared with ``TORCHELASTIC_RESTART_COUNT`` (0 outside torchrun): the default ``attempt=0``
+fires only on the first attempt, so a restarted job gets past the fault (``#*`` in the string: every attempt).
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ def parse_faults(text: str | None) -> list[Fault]:
             rank_s, _, rest = rest.partition("@")
             step_s, _, seconds_s = rest.partition(":")
             attempt = None if attempt_s == "*" else int(attempt_s or 0)
-            fault = Fault(kind.strip(), int(rank_s), int(step_s), float(seconds_s) if seconds_s else None, attempt)
+            fault = Fault(
+                kind.strip(), int(rank_s), int(step_s), float(seconds_s) if seconds_s else None, attempt
+            )
         except ValueError as e:
             raise ValueError(
                 f"bad fault {token!r} in COURSE_FAULTS={text!r}: expected kind:rank@step[:seconds][#attempt] "
@@ -115,7 +117,7 @@ def _plan() -> list[Fault]:
 
 
 def step(i: int) -> None:
-    """Mark training step ``i`` on this rank and apply any fault planned for (this rank, step i, this attempt)."""
+    """Mark training step ``i``; apply any fault planned for (this rank, step i, this attempt)."""
     plan = _plan()
     if not plan:
         return

@@ -6,10 +6,11 @@ Under torchrun the same ``work`` runs with ``torchrun --nproc-per-node 2 -m cour
 How it works, and why (numbers from shared/reference/measured.md, this course's 2-core box):
 - ranks are forked from a private forkserver that imported torch once (``_mp``): safe from both fork deadlocks
   and ~0.1-0.2 s per launch once warm, instead of 3-15 s for spawn;
-- ``fn`` and its arguments travel by value as cloudpickle bytes, so functions defined in a notebook cell work and
-  an unpicklable argument fails *here*, named, instead of as "exit code 1" in a child;
-- the launcher hosts a fresh TCPStore on port 0 (the OS picks a free port while binding, so nothing can steal it)
-  and each launch uses its own key prefix: no fixed port, no stale file store, concurrent launches cannot collide;
+- ``fn`` and its arguments travel by value as cloudpickle bytes, so functions defined in a notebook cell work
+  and an unpicklable argument fails *here*, named, instead of as "exit code 1" in a child;
+- the launcher hosts a fresh TCPStore on port 0 (the OS picks a free port while binding, so nothing can steal
+  it) and each launch uses its own key prefix: no fixed port, no stale file store, concurrent launches cannot
+  collide;
 - a wait loop streams ``[rank N]`` output, notices the first failure, and tears everything down in seconds
   (``_supervise``); on ``timeout`` it asks each rank for a stack dump before killing it.
 """
@@ -23,7 +24,8 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from course_dist import _mp, _supervise, _worker
 from course_dist._log import get_logger
@@ -77,18 +79,20 @@ def _payload(fn: Callable, args: tuple, kwargs: dict) -> bytes:
                 _pickle.dumps(value)
             except Exception as e:
                 raise TypeError(
-                    f"launch: {name} ({type(value).__name__}) cannot be pickled to send it to the ranks: {e}. "
+                    f"launch: {name} ({type(value).__name__}) cannot be pickled to send it to the ranks: "
+                    f"{e}. "
                     "Pass plain data (tensors, numbers, paths) and create locks, files, sockets or process "
                     "groups inside the function."
                 ) from e
         raise TypeError(f"launch: (fn, args, kwargs) cannot be pickled: {err}") from err
 
 
-def _cell_sources() -> dict[str, list[str]]:
-    """linecache entries that are not real files (ipykernel cells, exec'd code): tracebacks need them."""
+def _cell_sources(payload: bytes) -> dict[str, list[str]]:
+    """linecache entries that are not real files (ipykernel cells, exec'd code) and that the payload's code
+    objects name (their ``co_filename`` is in the pickle): remote tracebacks need their source lines."""
     out: dict[str, list[str]] = {}
     for filename, entry in list(linecache.cache.items()):
-        if len(entry) == 4 and entry[2] and not os.path.exists(filename):
+        if len(entry) == 4 and entry[2] and filename.encode() in payload and not os.path.exists(filename):
             out[filename] = list(entry[2])
     return out
 
@@ -122,7 +126,7 @@ def launch(
     start_method: str | None = None,
     stream: bool = True,
 ) -> LaunchResult:
-    """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks of an initialized process group; return per-rank values.
+    """Run ``fn(*args, **kwargs)`` on ``world_size`` ranks of a process group; return per-rank values.
 
     Args:
         fn: any callable, including one defined in a notebook cell (it is shipped by value with cloudpickle).
@@ -153,11 +157,14 @@ def launch(
     backend = _resolve_backend(backend, world_size)
     payload = _payload(fn, tuple(args), kwargs)
     if len(payload) > 50 * 2**20:
-        log.warning("launch: the function and its arguments pickle to %.0f MB (a large global captured by the "
-                    "function travels with it); pass paths or create data inside the function", len(payload) / 2**20)
-    from course_dist.faults import format_faults
-
+        log.warning(
+            "launch: the function and its arguments pickle to %.0f MB (a large global captured by the "
+            "function travels with it); pass paths or create data inside the function",
+            len(payload) / 2**20,
+        )
     import torch.distributed as dist
+
+    from course_dist.faults import format_faults
 
     child_env = dict(os.environ)
     child_env.update({k: str(v) for k, v in (env or {}).items()})
@@ -169,13 +176,23 @@ def launch(
         child_env["TORCH_DISTRIBUTED_DEBUG"] = str(debug).upper()
 
     run_dir = tempfile.mkdtemp(prefix="course_dist_")
-    # port=0: the OS assigns a free port atomically at bind time (a "find a free port, then bind" dance races).
+    # port=0: the OS assigns a free port atomically at bind time (a "find a free port, then bind" dance
+    # races).
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
     base = {
-        "run_dir": run_dir, "world_size": world_size, "launch_id": f"course_dist/{uuid.uuid4().hex}",
-        "store_host": "127.0.0.1", "store_port": store.port, "backend": backend, "pg_timeout": timeout + 120.0,
-        "threads": threads_per_rank, "sys_path": list(sys.path), "cwd": os.getcwd(),
-        "linecache": _cell_sources(), "trace": bool(trace), "payload": payload,
+        "run_dir": run_dir,
+        "world_size": world_size,
+        "launch_id": f"course_dist/{uuid.uuid4().hex}",
+        "store_host": "127.0.0.1",
+        "store_port": store.port,
+        "backend": backend,
+        "pg_timeout": timeout + 120.0,
+        "threads": threads_per_rank,
+        "sys_path": list(sys.path),
+        "cwd": os.getcwd(),
+        "linecache": _cell_sources(payload),
+        "trace": bool(trace),
+        "payload": payload,
     }
     procs: list[Any] = []
     try:

@@ -1,4 +1,4 @@
-"""``python -m course_dist.run pkg.module:fn [args...]``: run a launch-able function under torchrun (or SLURM).
+"""``python -m course_dist.run pkg.module:fn [args...]``: run a launch-able function under torchrun/SLURM.
 
 The same function a notebook runs with ``course_dist.launch(fn, 2)`` runs on one or many machines:
 
@@ -17,8 +17,8 @@ The same function a notebook runs with ``course_dist.launch(fn, 2)`` runs on one
 
 Why the store prefix: after ``--max-restarts`` restarts a gloo group, torchrun's agent store still holds the
 previous attempt's worker addresses, and the new group often connects to dead ports or hangs in the gloo
-constructor (6 + 2 of 9 restarts measured). Keying the group on ``attempt_<TORCHELASTIC_RESTART_COUNT>`` gave 7 of
-7 clean restarts, so that is the one thing this entry point does differently from ``init_process_group("env://")``.
+constructor (6 + 2 of 9 restarts measured). Keying the group on ``attempt_<TORCHELASTIC_RESTART_COUNT>`` gave
+7 of 7 clean restarts; that is the one thing this entry point does differently from ``env://``.
 Extra command-line words are passed to ``fn`` as strings.
 """
 
@@ -30,8 +30,9 @@ import importlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from course_dist import _log, context
 
@@ -63,7 +64,9 @@ def _env() -> dict[str, str]:
 
 
 def init(backend: str = "auto", timeout_s: float = 1800.0) -> tuple[int, int, str]:
-    """Build the process group from torchrun's variables on a restart-safe store prefix; return (rank, world, backend)."""
+    """Build the group from torchrun's variables on a restart-safe store prefix.
+
+    Returns (rank, world_size, backend)."""
     import torch
     import torch.distributed as dist
 
@@ -75,7 +78,9 @@ def init(backend: str = "auto", timeout_s: float = 1800.0) -> tuple[int, int, st
         backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() > local_rank else "gloo"
     if backend == "nccl":
         if not torch.cuda.is_available() or torch.cuda.device_count() <= local_rank:
-            raise ValueError(f"course_dist.run: backend='nccl' but no CUDA device {local_rank} for LOCAL_RANK={local_rank}")
+            raise ValueError(
+                f"course_dist.run: backend='nccl' but no CUDA device {local_rank} for LOCAL_RANK={local_rank}"
+            )
         torch.cuda.set_device(local_rank)
         context.STATE.device = torch.device("cuda", local_rank)
     else:
@@ -84,8 +89,14 @@ def init(backend: str = "auto", timeout_s: float = 1800.0) -> tuple[int, int, st
     # torchrun's agent hosts the store (TORCHELASTIC_USE_AGENT_STORE=True); a hand-set env (SLURM without
     # torchrun) needs rank 0 to host it, exactly as init_process_group("env://") would.
     agent_store = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-    store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), world_size=world,
-                          is_master=(not agent_store and rank == 0), timeout=timeout, wait_for_workers=False)
+    store = dist.TCPStore(
+        env["MASTER_ADDR"],
+        int(env["MASTER_PORT"]),
+        world_size=world,
+        is_master=(not agent_store and rank == 0),
+        timeout=timeout,
+        wait_for_workers=False,
+    )
     store = dist.PrefixStore(f"attempt_{restart}", store)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
     context.STATE.rank, context.STATE.world_size, context.STATE.backend = rank, world, backend
@@ -111,14 +122,17 @@ def run(target: str, args: list[str], backend: str = "auto", threads: int | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from torch.distributed.elastic.multiprocessing.errors import record
-
     p = argparse.ArgumentParser(prog="python -m course_dist.run", description=__doc__.splitlines()[0])
     p.add_argument("target", help="pkg.module:function")
     p.add_argument("args", nargs="*", help="passed to the function as strings")
     p.add_argument("--backend", default="auto", choices=["auto", "gloo", "nccl"])
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default OMP_NUM_THREADS or 1)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch intra-op threads (default OMP_NUM_THREADS or 1)"
+    )
     ns = p.parse_args(argv)
+    _env()  # fail in a blink, before importing torch, when not started by torchrun
+    from torch.distributed.elastic.multiprocessing.errors import record
+
     _log.set_where(f"rank {os.environ.get('RANK', '?')}")
     _log.install_rank_handler()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>` prints this rank's stacks

@@ -10,9 +10,9 @@
     df = gather_frames(t.frame())      # every rank's spans, on every rank
     plot_timeline(df)
 
-Why "comm" is *wait*, not transfer: a blocking collective returns when the slowest rank arrived, so a straggler
-shows up as communication time on everyone else. On CUDA the timer synchronizes the device at span boundaries
-(``sync=True``), or kernel launches would be timed instead of kernels.
+Why "comm" is *wait*, not transfer: a blocking collective returns when the slowest rank arrived, so a
+straggler shows up as communication time on everyone else. On CUDA the timer synchronizes the device at span
+boundaries (``sync=True``), or kernel launches would be timed instead of kernels.
 """
 
 from __future__ import annotations
@@ -75,9 +75,7 @@ class StepTimer:
 
     def frame(self) -> pd.DataFrame:
         """One row per span: rank, step, kind, start, end, seconds (wall-clock seconds since the epoch)."""
-        df = pd.DataFrame(
-            [(self.rank, s, k, a, b, b - a) for s, k, a, b in self.spans], columns=SPAN_COLUMNS
-        )
+        df = pd.DataFrame([(self.rank, s, k, a, b, b - a) for s, k, a, b in self.spans], columns=SPAN_COLUMNS)
         return df
 
     def summary(self) -> pd.DataFrame:
@@ -89,8 +87,16 @@ class StepTimer:
             compute = float(per.loc[step, "compute"]) if step in per.index and "compute" in per else 0.0
             comm = float(per.loc[step, "comm"]) if step in per.index and "comm" in per else 0.0
             total = end - start
-            rows.append({"rank": self.rank, "step": step, "compute": compute, "comm": comm,
-                         "other": max(total - compute - comm, 0.0), "total": total})
+            rows.append(
+                {
+                    "rank": self.rank,
+                    "step": step,
+                    "compute": compute,
+                    "comm": comm,
+                    "other": max(total - compute - comm, 0.0),
+                    "total": total,
+                }
+            )
         return pd.DataFrame(rows, columns=["rank", "step", "compute", "comm", "other", "total"])
 
 

@@ -1,13 +1,13 @@
 """Collective trace: what every rank called, as one DataFrame, and the first place where ranks disagree.
 
-``launch(fn, trace=True)`` records each ``torch.distributed`` collective a rank issues (``_record``) and returns
-``result.trace`` (also ``err.trace`` on RankError / LaunchTimeout, holding what was written before the failure).
-Columns: rank, seq (per group, per rank), op, shape, dtype, group, call site, t_start, t_end (None: never returned
-or never waited on).
+``launch(fn, trace=True)`` records each ``torch.distributed`` collective a rank issues (``_record``) and
+returns ``result.trace`` (also ``err.trace`` on RankError / LaunchTimeout, holding what was written before the
+failure). Columns: rank, seq (per group, per rank), op, shape, dtype, group, call site, t_start, t_end (None:
+never returned or never waited on).
 
-Why our own trace when torch has ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: DETAIL reports most mismatches, but a rank that
-*skips* a collective and then calls a barrier is reported as a REDUCE/GATHER mismatch; lining up per-rank
-sequences names the rank that skipped and where each rank was.
+Why our own trace when torch has ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: DETAIL reports most mismatches, but a
+rank that *skips* a collective and then calls a barrier is reported as a REDUCE/GATHER mismatch; lining up
+per-rank sequences names the rank that skipped and where each rank was.
 """
 
 from __future__ import annotations
@@ -23,21 +23,26 @@ P2P_GROUP = "p2p"
 
 
 def to_frame(rows: list[dict], world_size: int) -> pd.DataFrame:
-    """Records from the ranks' JSONL files -> DataFrame sorted by (rank, group, seq); ``attrs['world_size']``."""
+    """Records from the ranks' JSONL files -> DataFrame by (rank, group, seq); ``attrs['world_size']`` set."""
     df = pd.DataFrame(rows)
     for c in COLUMNS + ["group_ranks"]:
         if c not in df:
             df[c] = None
-    df["shape"] = df["shape"].map(lambda s: tuple(tuple(x) if isinstance(x, list) else x for x in s)
-                                  if isinstance(s, list) else s)
-    df = df[COLUMNS + ["group_ranks"]].sort_values(["rank", "group", "seq"], kind="stable").reset_index(drop=True)
+    df["shape"] = df["shape"].map(
+        lambda s: tuple(tuple(x) if isinstance(x, list) else x for x in s) if isinstance(s, list) else s
+    )
+    df = (
+        df[COLUMNS + ["group_ranks"]]
+        .sort_values(["rank", "group", "seq"], kind="stable")
+        .reset_index(drop=True)
+    )
     df.attrs["world_size"] = world_size
     return df
 
 
 @dataclass
 class Divergence:
-    """Where ranks first disagree. ``ranks`` are the odd ones out; ``calls`` maps every member rank to its call."""
+    """Where ranks first disagree. ``ranks``: the odd ones out; ``calls``: every member rank's call."""
 
     seq: int
     group: str
@@ -62,13 +67,16 @@ def _fmt(call: dict | None) -> str:
 
 
 def first_divergence(trace: pd.DataFrame, world_size: int | None = None) -> Divergence | None:
-    """The first sequence number where ranks disagree (different op, shape or dtype, or a rank that never called
-    it), or None when every group's sequences agree. Point-to-point ops (send/recv) are not compared.
+    """The first sequence number where ranks disagree (different op, shape or dtype, or a rank that
+    never called it), or None when every group's sequences agree. Point-to-point ops (send/recv) are
+    not compared.
 
     When several groups diverge, the one whose divergent call started earliest is reported.
     """
     if not isinstance(trace, pd.DataFrame):
-        raise TypeError(f"first_divergence expects the trace DataFrame (result.trace), got {type(trace).__name__}")
+        raise TypeError(
+            f"first_divergence expects the trace DataFrame (result.trace), got {type(trace).__name__}"
+        )
     world = world_size or trace.attrs.get("world_size") or (int(trace["rank"].max()) + 1 if len(trace) else 0)
     found: list[tuple[float, Divergence]] = []
     for gname, g in trace[trace["group"] != P2P_GROUP].groupby("group", sort=False):
@@ -109,8 +117,10 @@ def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict)
     if reason == "op" and ref is not None:  # a rank that skipped a collective is one call ahead of the others
         for r in odd:
             if _looks_skipped(calls[r], calls[ref], by_rank.get(ref, {}).get(seq + 1)):
-                lines.append(f"  rank {r} looks like it skipped {calls[ref]['op']} #{seq} at {calls[ref]['site']} "
-                             f"(a branch that differs by rank?): its #{seq} is a later call")
+                lines.append(
+                    f"  rank {r} looks like it skipped {calls[ref]['op']} #{seq} at {calls[ref]['site']} "
+                    f"(a branch that differs by rank?): its #{seq} is a later call"
+                )
     return Divergence(seq, gname, reason, odd, calls, "\n".join(lines))
 
 

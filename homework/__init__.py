@@ -2,7 +2,8 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """homework - the reference resolution of the homework: a small fault-tolerant DDP trainer.
 
-Modules (one concept each): ``config`` (dataclass + CLI), ``data`` (synthetic dataset + data contract), ``sampler``
+Modules (one concept each): ``config`` (dataclass + CLI), ``data`` (synthetic dataset + data contract),
+``sampler``
 (elastic exactly-once sampling), ``ddp`` (model, DDP, no_sync accumulation, LR schedule), ``distributed``
 (restart-safe process group), ``state`` (what a checkpoint holds), ``checkpoint`` (atomic save/resume),
 ``metrics`` (per-rank logs, straggler report), ``trainer`` (the loop), ``train`` (entry point), ``scaling``
@@ -21,8 +22,30 @@ from .state import capture_state, restore_state, rng_state, set_rng_state
 from .trainer import param_digest
 
 __all__ = [
-    "DatasetMeta", "DatasetMismatchError", "ElasticSampler", "MetricsLogger", "SyntheticDataset", "TrainConfig",
-    "build_model", "build_parser", "capture_state", "check_dataset", "grad_accum_steps", "latest_checkpoint",
-    "load_checkpoint", "load_metrics", "make_scheduler", "param_digest", "plot_scaling", "prune", "restore_state", "rng_state", "run_scaling",
-    "save_checkpoint", "set_rng_state", "straggler_report", "train_step", "verify_checkpoint",
+    "DatasetMeta",
+    "DatasetMismatchError",
+    "ElasticSampler",
+    "MetricsLogger",
+    "SyntheticDataset",
+    "TrainConfig",
+    "build_model",
+    "build_parser",
+    "capture_state",
+    "check_dataset",
+    "grad_accum_steps",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "load_metrics",
+    "make_scheduler",
+    "param_digest",
+    "plot_scaling",
+    "prune",
+    "restore_state",
+    "rng_state",
+    "run_scaling",
+    "save_checkpoint",
+    "set_rng_state",
+    "straggler_report",
+    "train_step",
+    "verify_checkpoint",
 ]

@@ -2,7 +2,8 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """The trainer's one configuration object, its command line and its checks.
 
-Every field carries a docstring; :func:`build_parser` turns those docstrings into ``--help`` text, so the command line
+Every field carries a docstring; :func:`build_parser` turns those docstrings into ``--help`` text, so the
+command line
 can never drift from the dataclass. The config is saved inside every checkpoint (``TrainConfig.to_dict``).
 
     python -m homework.train --help
@@ -25,7 +26,8 @@ class TrainConfig:
     """Everything one training run needs. Defaults are the homework's scaling workload (see bench/)."""
 
     run_dir: str = "runs/homework"
-    """Folder for checkpoints (``<run_dir>/ckpt``) and metrics (``<run_dir>/metrics``); all ranks must share it."""
+    """Folder for checkpoints (``<run_dir>/ckpt``) and metrics (``<run_dir>/metrics``); all ranks must share
+    it."""
     seed: int = 0
     """Seed for model initialisation, dropout and the per-epoch shuffle."""
     epochs: int = 2
@@ -33,9 +35,11 @@ class TrainConfig:
     max_steps: int = 0
     """Stop after this many global optimizer steps (0: no limit); a checkpoint is written when it stops."""
     global_batch: int = 512
-    """Samples per optimizer step over all ranks; fixed whatever the world size (= micro_batch x accum x world)."""
+    """Samples per optimizer step over all ranks; fixed whatever the world size (= micro_batch x accum x
+    world)."""
     micro_batch: int = 128
-    """Samples per forward/backward on one rank; gradient accumulation makes up the rest of the global batch."""
+    """Samples per forward/backward on one rank; gradient accumulation makes up the rest of the global
+    batch."""
     lr: float = 1e-3
     """Peak learning rate of AdamW."""
     warmup_steps: int = 10
@@ -53,7 +57,8 @@ class TrainConfig:
     classes: int = 10
     """Number of classes of the synthetic dataset."""
     data_size: int = 16384
-    """Samples in the synthetic dataset; an epoch is ``data_size // global_batch`` steps (the tail is dropped)."""
+    """Samples in the synthetic dataset; an epoch is ``data_size // global_batch`` steps (the tail is
+    dropped)."""
     data_seed: int = 1234
     """Seed of the synthetic dataset's contents (changes its fingerprint)."""
     data_version: str = "v1"
@@ -96,8 +101,12 @@ def field_docs() -> dict[str, str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(TrainConfig)))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+    for node, nxt in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+        ):
             docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[attr-defined]
     return docs
 
@@ -114,8 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     for f in fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.type in ("bool", bool):
-            p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                           help=docs.get(f.name, ""))
+            p.add_argument(
+                flag,
+                dest=f.name,
+                action=argparse.BooleanOptionalAction,
+                default=f.default,
+                help=docs.get(f.name, ""),
+            )
         else:
             typ = types[f.type if isinstance(f.type, str) else f.type.__name__]
             p.add_argument(flag, dest=f.name, type=typ, default=f.default, help=docs.get(f.name, ""))

@@ -2,8 +2,10 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """A deterministic synthetic dataset with a data contract (version, owner, event time, availability window).
 
-The metadata travels into every checkpoint and the metrics log; :func:`check_dataset` refuses to resume a run on a
-dataset whose version or contents differ from the ones the checkpoint was trained on - silently continuing on other
+The metadata travels into every checkpoint and the metrics log; :func:`check_dataset` refuses to resume a run
+on a
+dataset whose version or contents differ from the ones the checkpoint was trained on - silently continuing on
+other
 data is the bug this prevents.
 """
 
@@ -51,7 +53,8 @@ class DatasetMeta:
 
 
 class SyntheticDataset:
-    """``size`` Gaussian inputs labelled by a fixed random teacher network; identical on every rank and every run.
+    """``size`` Gaussian inputs labelled by a fixed random teacher network; identical on every rank and every
+    run.
 
     The whole tensor is generated once from ``seed`` (16384 x 256 floats = 16 MiB), so indexing is a gather.
     """
@@ -90,4 +93,6 @@ def check_dataset(saved: dict[str, Any], current: DatasetMeta) -> None:
 
     Version labels must be equal, and so must the fingerprints (same label, other contents is also refused).
     """
-    raise NotImplementedError("homework task recovery: refuse a checkpoint trained on another dataset version")
+    raise NotImplementedError(
+        "homework task recovery: refuse a checkpoint trained on another dataset version"
+    )

@@ -4,7 +4,8 @@
 
 Each rank appends one row per step to ``<run_dir>/metrics/rank-<r>.jsonl`` and ``.csv``: step time split into
 local compute, the wait for the slowest rank (``wait_s``, measured in the pre-sync probe all-reduce) and the
-synchronised micro-batch (``sync_s``: last backward with the overlapped gradient all-reduce), samples/s and loss.
+synchronised micro-batch (``sync_s``: last backward with the overlapped gradient all-reduce), samples/s and
+loss.
 The JSONL's first record of every attempt is a ``start`` event with the config and the dataset metadata.
 """
 
@@ -20,8 +21,23 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-STEP_FIELDS = ["step", "epoch", "rank", "world_size", "attempt", "loss", "lr", "step_s", "compute_s", "wait_s",
-               "sync_s", "samples", "samples_per_s", "dataset_version", "time"]
+STEP_FIELDS = [
+    "step",
+    "epoch",
+    "rank",
+    "world_size",
+    "attempt",
+    "loss",
+    "lr",
+    "step_s",
+    "compute_s",
+    "wait_s",
+    "sync_s",
+    "samples",
+    "samples_per_s",
+    "dataset_version",
+    "time",
+]
 
 
 class MetricsLogger:
@@ -69,7 +85,8 @@ def load_metrics(run_dir: str | Path, event: str = "step") -> pd.DataFrame:
 def straggler_report(steps: pd.DataFrame, skip: int = 1) -> dict[str, Any]:
     """Name the slowest rank and how long the others waited for it.
 
-    ``steps``: step rows of every rank (:func:`load_metrics`); the first ``skip`` steps of each attempt (warm-up,
+    ``steps``: step rows of every rank (:func:`load_metrics`); the first ``skip`` steps of each attempt
+    (warm-up,
     DDP bucket rebuild) are left out. The slowest rank is the one with the largest mean local time per step
     (``step_s - wait_s - sync_s``); ``waited_s`` is the total time the *other* ranks spent in the wait probe.
     Returns ``{"slowest_rank", "waited_s", "per_rank" (DataFrame), "text"}``.

@@ -2,10 +2,13 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """Scaling experiment: the same per-rank work at world 1, 2, 4 -> throughput, efficiency and cost per sample.
 
-Weak scaling (the default) keeps each rank's share fixed - ``global_batch = per_rank_batch x world`` - which is what
-data parallelism buys: more samples per second at the same per-sample cost if communication hides behind compute.
+Weak scaling (the default) keeps each rank's share fixed - ``global_batch = per_rank_batch x world`` - which
+is what
+data parallelism buys: more samples per second at the same per-sample cost if communication hides behind
+compute.
 Strong scaling keeps the global batch fixed and splits it thinner. Each world size is a real ``torchrun
---standalone`` job (a free port every time) of ``python -m <package>.train``; the step time of a step is the slowest
+--standalone`` job (a free port every time) of ``python -m <package>.train``; the step time of a step is the
+slowest
 rank's, the median is taken after ``skip`` warm-up steps.
 
     python -m homework.scaling --out runs/scaling            # world 1, 2, 4 on the default workload
@@ -27,14 +30,25 @@ log = logging.getLogger(__name__)
 
 
 def _run(package: str, world: int, args: list[str], run_dir: Path, timeout: float) -> None:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}",
-           "-m", f"{package}.train", "--run-dir", str(run_dir), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={world}",
+        "-m",
+        f"{package}.train",
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     with open(run_dir.parent / f"log-world{world}.txt", "w") as out:
-        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                             cwd=run_dir.parent)
+        p = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir.parent
+        )
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -50,17 +64,28 @@ def _run(package: str, world: int, args: list[str], run_dir: Path, timeout: floa
         raise RuntimeError(f"world {world} run failed (exit {rc}, timeout {timeout} s):\n{tail}")
 
 
-def run_scaling(out_dir: str | Path, worlds: tuple[int, ...] = (1, 2, 4), per_rank_batch: int = 512,
-                micro_batch: int = 128, steps: int = 30, skip: int = 5, mode: str = "weak",
-                extra_args: tuple[str, ...] = (), price_per_rank_hour: float = 0.05,
-                timeout: float = 600.0) -> pd.DataFrame:
+def run_scaling(
+    out_dir: str | Path,
+    worlds: tuple[int, ...] = (1, 2, 4),
+    per_rank_batch: int = 512,
+    micro_batch: int = 128,
+    steps: int = 30,
+    skip: int = 5,
+    mode: str = "weak",
+    extra_args: tuple[str, ...] = (),
+    price_per_rank_hour: float = 0.05,
+    timeout: float = 600.0,
+) -> pd.DataFrame:
     """Run every world size, write ``scaling.csv``, ``scaling.md`` and ``scaling.png`` into ``out_dir``.
 
     Columns: world, global_batch, step_s (median slowest-rank step), samples_per_s, efficiency (weak:
-    thr_w / (w x thr_1); strong: the same ratio, the ideal being linear speed-up), wait_s (median time a rank waited
+    thr_w / (w x thr_1); strong: the same ratio, the ideal being linear speed-up), wait_s (median time a rank
+    waited
     for others), cost_per_sample (rank-seconds per sample), usd_per_1m_samples (at ``price_per_rank_hour``).
     """
-    raise NotImplementedError("homework task scaling: world 1, 2, 4 -> table, efficiency, cost per sample, plot")
+    raise NotImplementedError(
+        "homework task scaling: world 1, 2, 4 -> table, efficiency, cost per sample, plot"
+    )
 
 
 def _has_tabulate() -> bool:

@@ -2,8 +2,10 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """What a checkpoint must hold for a resumed run to continue bit for bit.
 
-Shared (identical on every rank, written once): model, optimizer (AdamW moments), LR scheduler, step, epoch, the
-sampler's global position, the config and the dataset metadata. Per rank: every RNG the rank draws from (torch CPU,
+Shared (identical on every rank, written once): model, optimizer (AdamW moments), LR scheduler, step, epoch,
+the
+sampler's global position, the config and the dataset metadata. Per rank: every RNG the rank draws from (torch
+CPU,
 CUDA, Python ``random``, NumPy) - dropout masks come from them, and torchtitan, for one, does not save them.
 """
 
@@ -34,18 +36,35 @@ def _unwrap(model: nn.Module) -> nn.Module:
     return model.module if isinstance(model, DDP) else model
 
 
-def capture_state(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, sampler: ElasticSampler,
-                  step: int, epoch: int, cfg: TrainConfig, meta: DatasetMeta,
-                  world_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def capture_state(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    sampler: ElasticSampler,
+    step: int,
+    epoch: int,
+    cfg: TrainConfig,
+    meta: DatasetMeta,
+    world_size: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(shared, local)``: the shared state (write once, from rank 0) and this rank's own state."""
     raise NotImplementedError("homework task state: (shared, local) state of a complete checkpoint")
 
 
-def restore_state(shared: dict[str, Any], local: dict[str, Any] | None, model: nn.Module,
-                  optimizer: torch.optim.Optimizer, scheduler: Any, sampler: ElasticSampler) -> tuple[int, int]:
+def restore_state(
+    shared: dict[str, Any],
+    local: dict[str, Any] | None,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    sampler: ElasticSampler,
+) -> tuple[int, int]:
     """Load a checkpoint into live objects; returns ``(step, epoch)``.
 
-    ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then starts
+    ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then
+    starts
     from a fresh, deterministic seed - exact continuation is only promised at the same world size.
     """
-    raise NotImplementedError("homework task state: load a checkpoint into model, optimizer, scheduler, sampler, RNGs")
+    raise NotImplementedError(
+        "homework task state: load a checkpoint into model, optimizer, scheduler, sampler, RNGs"
+    )

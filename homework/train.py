@@ -26,7 +26,8 @@ In a notebook, on ranks started by ``course_dist.launch`` (the group exists alre
 
     course_dist.launch(homework.trainer.train, world_size=2, args=(TrainConfig(run_dir="runs/nb"),))
 
-Fault drills: ``COURSE_FAULTS="kill:1@5"`` SIGKILLs rank 1 at step 5 (first attempt only), ``slow:1@0:0.05`` makes
+Fault drills: ``COURSE_FAULTS="kill:1@5"`` SIGKILLs rank 1 at step 5 (first attempt only), ``slow:1@0:0.05``
+makes
 rank 1 a straggler. ``python -m homework.train --help`` lists every option (generated from ``TrainConfig``).
 """
 
@@ -44,8 +45,11 @@ def setup_logging() -> None:
     """One log line prefix per rank: '[rank 1 attempt 0] ...'."""
     rank = os.environ.get("RANK", "0")
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"[rank {rank} attempt {attempt}] %(asctime)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"[rank {rank} attempt {attempt}] %(asctime)s %(name)s: %(message)s",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

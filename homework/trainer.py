@@ -2,7 +2,8 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """The training loop: resume, train with DDP, checkpoint every N steps and on SIGTERM, log metrics.
 
-Works in three settings with one code path: a single process, ``torchrun`` (one or many machines; restarts re-enter
+Works in three settings with one code path: a single process, ``torchrun`` (one or many machines; restarts
+re-enter
 here and auto-resume from the newest complete checkpoint), and a rank started by ``course_dist.launch`` in a
 notebook (the process group already exists).
 """
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 
 def _fault_hook() -> Any:
-    """``course_dist.step`` (applies ``COURSE_FAULTS`` drills: kill, raise, hang, slow), else a minimal stand-in."""
+    """``course_dist.step`` (applies ``COURSE_FAULTS`` drills: kill, raise, hang, slow), else a minimal
+    stand-in."""
     try:
         from course_dist import step
 
@@ -35,7 +37,8 @@ def _fault_hook() -> Any:
 
 
 def _env_faults(i: int) -> None:
-    """Stand-in for ``course_dist.step`` when course_dist is absent: ``kill:R@S`` and ``slow:R@S:SEC``, attempt 0."""
+    """Stand-in for ``course_dist.step`` when course_dist is absent: ``kill:R@S`` and ``slow:R@S:SEC``,
+    attempt 0."""
     plan = os.environ.get("COURSE_FAULTS", "")
     if not plan or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
         return
@@ -53,7 +56,8 @@ def _env_faults(i: int) -> None:
 
 
 def param_digest(model: nn.Module) -> str:
-    """sha256 of every parameter's bytes, in registration order: equal digests <=> bitwise-equal parameters."""
+    """sha256 of every parameter's bytes, in registration order: equal digests <=> bitwise-equal
+    parameters."""
     inner = model.module if isinstance(model, DDP) else model
     h = hashlib.sha256()
     for name, p in inner.named_parameters():
@@ -73,20 +77,29 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
       ``wrap_model``), AdamW (``make_optimizer``), scheduler over ``steps_per_epoch x epochs`` steps;
     - resume from ``latest_checkpoint(<run_dir>/ckpt)`` if there is one: ``check_dataset`` first, then
       ``restore_state``;
-    - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a probe
+    - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a
+    probe
       that agrees on the SIGTERM flag (``any_rank``); steps count from 1; after an epoch's last step the epoch
       counter moves on, so that step's checkpoint resumes at the next epoch's start;
-    - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from, dataset,
-      config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds) per save, an
+    - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from,
+    dataset,
+      config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds) per save,
+      an
       ``end`` event; with ``cfg.log_samples`` also ``<run_dir>/metrics/samples-rank<r>.jsonl`` lines
       ``{"step", "epoch", "idx": [sample indices]}``;
-    - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after SIGTERM
+    - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after
+    SIGTERM
       (then stop), and at the end if the last step is not saved yet;
-    - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from`` (step or
-      None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0 writes
-      it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to ``<run_dir>/final_params.pt``.
+    - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from``
+    (step or
+      None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0
+      writes
+      it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to
+      ``<run_dir>/final_params.pt``.
     """
-    raise NotImplementedError("homework task recovery: the loop: resume, DDP steps, metrics, checkpoints, SIGTERM")
+    raise NotImplementedError(
+        "homework task recovery: the loop: resume, DDP steps, metrics, checkpoints, SIGTERM"
+    )
 
 
 

@@ -2,8 +2,8 @@
 
 - ``COURSE_FAST=1`` for every test (labs pick their small sizes, as under the autograder).
 - ``no_surviving_children``: fails a test that leaves any descendant process alive (launch ranks, their
-  DataLoader workers, torchrun workers). The long-lived helpers that are *meant* to outlive a test are excluded:
-  course_dist's forkserver and multiprocessing's resource tracker.
+  DataLoader workers, torchrun workers). The long-lived helpers that are *meant* to outlive a test are
+  excluded: course_dist's forkserver and multiprocessing's resource tracker.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def live_descendants(exclude: set[int] = frozenset()) -> list[psutil.Process]:
 
 
 def assert_no_survivors(before: set[int], wait_s: float = 5.0) -> None:
-    """Poll up to ``wait_s`` for every descendant that was not there ``before`` to be gone; fail naming them."""
+    """Poll up to ``wait_s`` for every descendant not there ``before`` to be gone; fail naming them."""
     end = time.monotonic() + wait_s
     while True:
         left = live_descendants(before)

@@ -1,8 +1,9 @@
 """A rank that raises, dies or hangs is reported by rank, fast, and leaves no process behind.
 
 Run: .venv/bin/python -m pytest tests/test_course_dist_failures.py -x
-"Fast" is asserted only as a generous bound showing the launcher (not the process group's timeout, which launch
-sets to timeout + 120 s) ended the run.
+
+"Fast" is asserted only as a generous bound showing that the launcher ended the run, not the process group's
+timeout (which launch sets to timeout + 120 s).
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def test_raise_names_rank_traceback_and_others():
     err = ei.value
     assert time.monotonic() - t0 < BOUND_S
     assert err.rank == 1 and err.exc_type == "ValueError" and err.exitcode == 1
-    assert __file__ in err.remote_traceback and 'raise ValueError("planted bug on rank 1")' in err.remote_traceback
+    assert (
+        __file__ in err.remote_traceback
+        and 'raise ValueError("planted bug on rank 1")' in err.remote_traceback
+    )
     assert "_worker.py" not in err.remote_traceback, "launcher frames should be trimmed"
     assert set(err.others) == {0, 2}, err.others
 
@@ -125,7 +129,8 @@ def test_shape_mismatch_is_reported_by_rank():
         launch(shape_mismatch, 2, timeout=20)
     err = ei.value
     text = str(err) + "".join(err.stderr)
-    # measured: gloo aborts one rank (SIGABRT, gloo::EnforceNotMet "collective mismatch"); the other loses its peer
+    # measured: gloo aborts one rank (SIGABRT, gloo::EnforceNotMet "collective mismatch"); the other loses
+    # its peer
     assert err.signal_name == "SIGABRT" or "consequence" in str(err), str(err)
     assert "EnforceNotMet" in text or "Connection" in text
 

@@ -1,4 +1,4 @@
-"""Fault plans: parsing, and each kind (kill, raise, hang, slow) applied by course_dist.step on the planned rank.
+"""Fault plans: parsing, and each kind (kill, raise, hang, slow) applied by course_dist.step on its rank.
 
 Run: .venv/bin/python -m pytest tests/test_course_dist_faults.py -x
 """
@@ -22,7 +22,9 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 def test_parse_and_format_round_trip():
     plan = parse_faults("kill:1@5, slow:0@0:0.05,raise:2@3#1,hang:0@7#*")
     assert plan == [
-        Fault("kill", 1, 5), Fault("slow", 0, 0, seconds=0.05), Fault("raise", 2, 3, attempt=1),
+        Fault("kill", 1, 5),
+        Fault("slow", 0, 0, seconds=0.05),
+        Fault("raise", 2, 3, attempt=1),
         Fault("hang", 0, 7, attempt=None),
     ]
     assert parse_faults(format_faults(plan)) == plan
@@ -87,7 +89,9 @@ def test_kill_fault():
 
 @pytest.mark.usefixtures("no_surviving_children")
 def test_raise_fault_from_a_string_plan():
-    with pytest.raises(RankError, match=r"rank 2 raised FaultInjected: injected fault: rank 2 raised at step 3"):
+    with pytest.raises(
+        RankError, match=r"rank 2 raised FaultInjected: injected fault: rank 2 raised at step 3"
+    ):
         launch(train, 3, args=(5,), faults="raise:2@3", timeout=60)
 
 
@@ -118,8 +122,14 @@ def test_attempt_gates_the_fault():
     res = launch(train, 2, args=(3,), faults=plan, env={"TORCHELASTIC_RESTART_COUNT": "1"}, timeout=60)
     assert len(res) == 2
     with pytest.raises(RankError, match="rank 1 raised FaultInjected"):
-        launch(train, 2, args=(3,), faults=[Fault("raise", 1, 1, attempt=None)],
-               env={"TORCHELASTIC_RESTART_COUNT": "1"}, timeout=60)
+        launch(
+            train,
+            2,
+            args=(3,),
+            faults=[Fault("raise", 1, 1, attempt=None)],
+            env={"TORCHELASTIC_RESTART_COUNT": "1"},
+            timeout=60,
+        )
 
 
 def test_fault_plan_is_deterministic():

@@ -128,7 +128,9 @@ def test_unpicklable_argument_named_before_anything_starts(method):
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="has GPUs")
 def test_nccl_without_gpus():
-    with pytest.raises(ValueError, match=r"backend='nccl' needs one CUDA GPU per rank: world_size=2 but 0 GPU"):
+    with pytest.raises(
+        ValueError, match=r"backend='nccl' needs one CUDA GPU per rank: world_size=2 but 0 GPU"
+    ):
         launch(sum_of_ranks, 2, backend="nccl")
 
 
@@ -139,7 +141,10 @@ def test_nccl_without_gpus():
         ({"timeout": 0}, "timeout must be a positive number of seconds, got 0"),
         ({"timeout": None}, "timeout must be a positive number of seconds, got None"),
         ({"threads_per_rank": 0}, "threads_per_rank must be an int >= 1, got 0"),
-        ({"start_method": "thread"}, "start_method must be None, 'forkserver', 'fork' or 'spawn', got 'thread'"),
+        (
+            {"start_method": "thread"},
+            "start_method must be None, 'forkserver', 'fork' or 'spawn', got 'thread'",
+        ),
         ({"debug": "LOUD"}, "debug must be None, 'OFF', 'INFO' or 'DETAIL', got 'LOUD'"),
         ({"faults": "explode:1@2"}, "bad fault 'explode:1@2'"),
     ],

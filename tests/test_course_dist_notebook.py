@@ -1,4 +1,4 @@
-"""launch from a real Jupyter kernel (nbclient): notebook-defined functions, cell tracebacks, streams, interrupt.
+"""launch from a real Jupyter kernel (nbclient): cell-defined functions, cell tracebacks, streams, interrupt.
 
 Run: .venv/bin/python -m pytest tests/test_course_dist_notebook.py -x
 """
@@ -17,7 +17,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 REPO = pathlib.Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("no_surviving_children")
 
-DEFINE = '''
+DEFINE = """
 import os, torch, torch.distributed as dist, course_dist
 
 def work(scale):
@@ -31,17 +31,17 @@ def broken():
     if x == 1:
         raise ZeroDivisionError("cell bug on rank 1")  # the line the traceback must show
     dist.barrier()
-'''
+"""
 
 RUN_OK = "res = course_dist.launch(work, 2, args=(2.0,), timeout=60)\nprint('RESULT', res)"
 
-RUN_BROKEN = '''
+RUN_BROKEN = """
 try:
     course_dist.launch(broken, 2, timeout=60)
 except course_dist.RankError as e:
     print("RANK", e.rank)
     print(e.remote_traceback)
-'''
+"""
 
 
 def _text(cell) -> str:
@@ -72,13 +72,19 @@ def test_notebook_cell_functions_tracebacks_streams_and_interrupt(tmp_path):
     cells = [DEFINE + "\nimport time", RUN_OK, RUN_BROKEN, HANG.replace("PIDS", repr(str(pids))), SURVIVORS]
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
     client = NotebookClient(
-        nb, kernel_name="python3", interrupt_on_timeout=True, allow_errors=True,
+        nb,
+        kernel_name="python3",
+        interrupt_on_timeout=True,
+        allow_errors=True,
         resources={"metadata": {"path": str(REPO)}},
         timeout_func=lambda cell: 5 if "stuck" in cell.source else 120,  # the hang cell is interrupted
     )
     client.execute()
     for i in (0, 1, 2, 4):
-        assert not [o for o in nb.cells[i].outputs if o.get("output_type") == "error"], (i, nb.cells[i].outputs)
+        assert not [o for o in nb.cells[i].outputs if o.get("output_type") == "error"], (
+            i,
+            nb.cells[i].outputs,
+        )
 
     ok = _text(nb.cells[1])
     assert "RESULT [[6.0, 6.0], [6.0, 6.0]]" in ok, ok

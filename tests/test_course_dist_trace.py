@@ -43,7 +43,17 @@ def many_collectives():
 def test_trace_frame_of_a_correct_run():
     res = launch(many_collectives, 3, trace=True, timeout=60)
     df = res.trace
-    assert list(df.columns[:9]) == ["rank", "seq", "op", "shape", "dtype", "group", "site", "t_start", "t_end"]
+    assert list(df.columns[:9]) == [
+        "rank",
+        "seq",
+        "op",
+        "shape",
+        "dtype",
+        "group",
+        "site",
+        "t_start",
+        "t_end",
+    ]
     world = df[df.group == "WORLD"]
     for r in range(3):
         ops = world[world["rank"] == r].sort_values("seq")
@@ -82,12 +92,24 @@ def test_first_divergence_names_the_rank_that_skipped():
 
 
 def _row(rank, seq, op="all_reduce", shape=(4,), site="cell.py:3"):
-    return dict(rank=rank, seq=seq, op=op, shape=shape, dtype="float32", group="WORLD", group_ranks=None,
-                site=site, t_start=float(seq), t_end=None)
+    return dict(
+        rank=rank,
+        seq=seq,
+        op=op,
+        shape=shape,
+        dtype="float32",
+        group="WORLD",
+        group_ranks=None,
+        site=site,
+        t_start=float(seq),
+        t_end=None,
+    )
 
 
 def test_first_divergence_shape_and_missing_rank():
-    df = pd.DataFrame([_row(0, 0), _row(1, 0), _row(2, 0, shape=(5,), site="cell.py:9"), _row(0, 1), _row(2, 1)])
+    df = pd.DataFrame(
+        [_row(0, 0), _row(1, 0), _row(2, 0, shape=(5,), site="cell.py:9"), _row(0, 1), _row(2, 1)]
+    )
     df.attrs["world_size"] = 3
     div = first_divergence(df)
     assert (div.seq, div.reason, div.ranks) == (0, "shape", [2]), str(div)

@@ -3,7 +3,8 @@
 Run: .venv/bin/python -m pytest tests/test_course_dist_traps.py -x
 Trap 1 (OpenMP is not fork-safe): the parent ran a multi-threaded torch op, a plain-fork child's first
 multi-threaded op hangs. Trap 2 (glibc resolver lock): forking while the parent hosts a TCPStore hung ~1 in 4
-launches at world 4. launch() forks from a clean torch-preloaded server instead, and sets one thread per rank first.
+launches at world 4. launch() forks from a clean torch-preloaded server instead, and sets one thread per
+rank first.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ def _run_trap(tmp_path, mode: str) -> subprocess.Popen:
     script.write_text(TRAP1)
     out = open(tmp_path / f"{mode}.out", "w")
     # own session: on timeout we kill the script *and* its forked child as one process group
-    return subprocess.Popen([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def test_fork_after_threads_hang_is_real_and_one_thread_fixes_it(tmp_path):

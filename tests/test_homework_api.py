@@ -34,7 +34,9 @@ def _public(module) -> dict[str, str]:
         elif inspect.isclass(obj):
             out[name] = "class"
             for m, f in vars(obj).items():
-                if inspect.isfunction(f) and (not m.startswith("_") or m in ("__init__", "__iter__", "__len__")):
+                if inspect.isfunction(f) and (
+                    not m.startswith("_") or m in ("__init__", "__iter__", "__len__")
+                ):
                     out[f"{name}.{m}"] = str(inspect.signature(f))
                 elif isinstance(f, property):
                     out[f"{name}.{m}"] = "property"
@@ -54,7 +56,9 @@ def test_skeleton_api_identical(mod):
     suffix = "" if mod == "__init__" else f".{mod}"
     ref = _public(importlib.import_module(f"fttrainer{suffix}"))
     skel = _public(importlib.import_module(f"homework{suffix}"))
-    assert set(ref) == set(skel), f"{mod}: only in reference {set(ref) - set(skel)}, only in skeleton {set(skel) - set(ref)}"
+    assert set(ref) == set(skel), (
+        f"{mod}: only in reference {set(ref) - set(skel)}, only in skeleton {set(skel) - set(ref)}"
+    )
     for name in ref:
         assert ref[name] == skel[name], f"{mod}.{name}: reference {ref[name]} vs skeleton {skel[name]}"
 
@@ -69,12 +73,16 @@ def test_package_exports_identical():
 
 
 def test_skeleton_is_generated_from_the_reference():
-    r = subprocess.run([sys.executable, str(REF_DIR / "make_skeleton.py"), "--check"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(REF_DIR / "make_skeleton.py"), "--check"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def _rubric_ids() -> set[str]:
-    return {e["id"] for e in yaml.safe_load((ROOT / "autograder/rubric/homework.yaml").read_text())["exercises"]}
+    return {
+        e["id"] for e in yaml.safe_load((ROOT / "autograder/rubric/homework.yaml").read_text())["exercises"]
+    }
 
 
 def test_every_stub_raises_naming_a_rubric_task():
@@ -88,10 +96,12 @@ def test_every_stub_raises_naming_a_rubric_task():
         assert task in ids, f"{mod}.{qual}: task {task!r} is not a rubric item {sorted(ids)}"
         src = (ROOT / "homework" / f"{mod}.py").read_text()
         tree = ast.parse(src)
-        found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == qual.split(".")[-1]]
+        found = [
+            n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == qual.split(".")[-1]
+        ]
         assert found, f"{mod}.{qual} missing from the skeleton"
         body = ast.get_source_segment(src, found[0])
-        assert f'NotImplementedError("homework task {task}:' in body, body
+        assert "NotImplementedError(" in body and f'"homework task {task}:' in body, body
 
 
 def test_stub_really_raises():
@@ -135,10 +145,17 @@ def test_hints_three_per_item_and_no_solution_lines_in_stages_1_2():
 def test_mutant_header_and_application(mutant, tmp_path):
     from course_dist.labkit.homework import apply_mutant
 
-    head = {ln.split(":", 1)[0].lstrip("# ").strip(): ln.split(":", 1)[1].strip()
-            for ln in mutant.read_text().splitlines()[:4]}
+    head = {
+        ln.split(":", 1)[0].lstrip("# ").strip(): ln.split(":", 1)[1].strip()
+        for ln in mutant.read_text().splitlines()[:4]
+    }
     assert head["mutant"] == mutant.stem and head["exercise"] in _rubric_ids(), head
     pkg = apply_mutant(mutant, REF_DIR / "fttrainer", tmp_path)
-    r = subprocess.run([sys.executable, "-c", "import fttrainer, sys; print(fttrainer.__file__)"], cwd=tmp_path,
-                       capture_output=True, text=True, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        [sys.executable, "-c", "import fttrainer, sys; print(fttrainer.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0 and str(pkg) in r.stdout, r.stderr

@@ -1,8 +1,10 @@
 """The homework's grading cells against the reference, the untouched skeleton and every mutant.
 
-Executes the code cells of solutions/homework/homework.py in order in a fresh interpreter (the fast stand-in for
+Executes the code cells of solutions/homework/homework.py in order in a fresh interpreter (the fast stand-in
+for
 nbgrader autograde: ``course_dist.labkit.homework.execute_cells``), in fast mode, with the package chosen by
-HW_PACKAGE / HW_PACKAGE_DIR. Reference: every auto cell passes. Skeleton: every auto cell fails. Mutant: exactly
+HW_PACKAGE / HW_PACKAGE_DIR. Reference: every auto cell passes. Skeleton: every auto cell fails. Mutant:
+exactly
 its own exercise's auto cells fail.
 
     .venv/bin/python -m pytest tests/test_homework_grading.py -m slow -q     # ~5 min per variant on 2 cores
@@ -22,7 +24,9 @@ SOURCE = ROOT / "solutions" / "homework" / "homework.py"
 REF_PKG = ROOT / "solutions" / "homework" / "fttrainer"
 MUTANTS = sorted((ROOT / "autograder" / "mutants" / "homework").glob("*.py"))
 RUBRIC = yaml.safe_load((ROOT / "autograder" / "rubric" / "homework.yaml").read_text())
-AUTO = {c["grade_id"]: ex["id"] for ex in RUBRIC["exercises"] for c in ex["graded_cells"] if c["kind"] == "auto"}
+AUTO = {
+    c["grade_id"]: ex["id"] for ex in RUBRIC["exercises"] for c in ex["graded_cells"] if c["kind"] == "auto"
+}
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +58,9 @@ def test_skeleton_scores_zero(tmp_path):
 @pytest.mark.timeout(1300)
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
 def test_mutant_loses_exactly_its_exercise(mutant, tmp_path):
-    exercise = next(ln.split(":", 1)[1].strip() for ln in mutant.read_text().splitlines()
-                    if ln.startswith("# exercise:"))
+    exercise = next(
+        ln.split(":", 1)[1].strip() for ln in mutant.read_text().splitlines() if ln.startswith("# exercise:")
+    )
     pkg_dir = tmp_path / "pkg"
     kit.apply_mutant(mutant, REF_PKG, pkg_dir)
     res = _grade({"HW_PACKAGE": "fttrainer", "HW_PACKAGE_DIR": str(pkg_dir)}, tmp_path)

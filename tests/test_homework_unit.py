@@ -1,6 +1,6 @@
 """Reference trainer (solutions/homework/fttrainer), fast checks in one process plus one real torchrun drill.
 
-    .venv/bin/python -m pytest tests/test_homework_unit.py -q        # ~40 s on 2 cores
+.venv/bin/python -m pytest tests/test_homework_unit.py -q        # ~40 s on 2 cores
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 REF_DIR = ROOT / "solutions" / "homework"
 if str(REF_DIR) not in sys.path:
-    sys.path.append(str(REF_DIR))  # appended: homework.py (notebook source) must not shadow the skeleton package
+    sys.path.append(
+        str(REF_DIR)
+    )  # appended: homework.py (notebook source) must not shadow the skeleton package
 
 import fttrainer as ft  # noqa: E402
 from fttrainer.config import build_parser, field_docs, to_cli  # noqa: E402
@@ -23,8 +25,20 @@ from fttrainer.trainer import train  # noqa: E402
 
 from course_dist.labkit import homework as kit  # noqa: E402
 
-TINY = dict(data_size=256, global_batch=32, micro_batch=8, in_dim=16, hidden=32, depth=2, epochs=2, ckpt_every=4,
-            keep_last=2, lr=0.01, warmup_steps=2, log_every=0)
+TINY = dict(
+    data_size=256,
+    global_batch=32,
+    micro_batch=8,
+    in_dim=16,
+    hidden=32,
+    depth=2,
+    epochs=2,
+    ckpt_every=4,
+    keep_last=2,
+    lr=0.01,
+    warmup_steps=2,
+    log_every=0,
+)
 
 
 # ---------------------------------------------------------------- config
@@ -137,8 +151,11 @@ def test_wrong_dataset_version_refused(tmp_path):
 def test_straggler_report_names_the_slow_rank():
     import pandas as pd
 
-    rows = [{"step": s, "rank": r, "attempt": 0, "step_s": 0.2, "wait_s": 0.1 * (r != 2), "sync_s": 0.01}
-            for s in range(1, 6) for r in range(4)]
+    rows = [
+        {"step": s, "rank": r, "attempt": 0, "step_s": 0.2, "wait_s": 0.1 * (r != 2), "sync_s": 0.01}
+        for s in range(1, 6)
+        for r in range(4)
+    ]
     rep = ft.straggler_report(pd.DataFrame(rows))
     assert rep["slowest_rank"] == 2 and abs(rep["waited_s"] - 3 * 4 * 0.1) < 1e-9, rep["text"]
 
@@ -148,8 +165,9 @@ def test_torchrun_sigkill_restart_is_bitwise(tmp_path):
     pkg = ft
     args = kit.cli(epochs=2, ckpt_every=3)  # checkpoints mid-epoch: the sampler position must survive too
     base = kit.run_trainer(pkg, tmp_path / "base", args, nproc=2, timeout=120).check()
-    drill = kit.run_trainer(pkg, tmp_path / "kill", args, nproc=2, max_restarts=3, timeout=150,
-                            env={"COURSE_FAULTS": "kill:1@10"}).check()
+    drill = kit.run_trainer(
+        pkg, tmp_path / "kill", args, nproc=2, max_restarts=3, timeout=150, env={"COURSE_FAULTS": "kill:1@10"}
+    ).check()
     assert kit.final(tmp_path / "kill")["resumed_from"] == 9, drill.output[-2000:]
     diff = kit.bitwise_equal(kit.final_params(tmp_path / "base"), kit.final_params(tmp_path / "kill"))
     assert not diff, f"{diff}\n{base.output[-1000:]}"

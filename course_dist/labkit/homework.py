@@ -1,12 +1,17 @@
 """Machinery that grades the homework trainer package (it runs student code; it contains none of it).
 
-- :func:`package` - the adapter: which trainer package is graded. ``HW_PACKAGE`` names it (default ``homework``, the
-  student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on ``sys.path`` and on the workers'
-  ``PYTHONPATH``. Without ``HW_PACKAGE``, a ``fttrainer/`` folder in the working directory selects the reference.
-- :func:`run_trainer` - ``python -m <pkg>.train`` (world 1) or ``torchrun --standalone`` (never a fixed port), in its
+- :func:`package` - the adapter: which trainer package is graded. ``HW_PACKAGE`` names it (default
+``homework``, the
+  student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on ``sys.path`` and on the
+  workers'
+  ``PYTHONPATH``. Without ``HW_PACKAGE``, a ``fttrainer/`` folder in the working directory selects the
+  reference.
+- :func:`run_trainer` - ``python -m <pkg>.train`` (world 1) or ``torchrun --standalone`` (never a fixed port),
+in its
   own session, with a timeout; the whole process tree is killed on timeout or error.
 - :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` - for drills that signal a live job.
-- :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th file of step s.
+- :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th file of step
+s.
 - :func:`apply_mutant` - a copy of the reference package with a mutant file appended to one of its modules.
 """
 
@@ -30,8 +35,20 @@ from types import ModuleType
 from typing import Any
 
 #: the tiny workload every drill uses (seconds per run on 2 cores, mostly interpreter start-up)
-SMALL = {"data_size": 512, "global_batch": 64, "micro_batch": 16, "in_dim": 32, "hidden": 64, "depth": 2,
-         "epochs": 2, "ckpt_every": 4, "keep_last": 3, "lr": 0.01, "warmup_steps": 2, "log_every": 0}
+SMALL = {
+    "data_size": 512,
+    "global_batch": 64,
+    "micro_batch": 16,
+    "in_dim": 32,
+    "hidden": 64,
+    "depth": 2,
+    "epochs": 2,
+    "ckpt_every": 4,
+    "keep_last": 3,
+    "lr": 0.01,
+    "warmup_steps": 2,
+    "log_every": 0,
+}
 
 
 def package_name() -> str:
@@ -78,15 +95,26 @@ def _env(pkg: ModuleType, extra: dict[str, str] | None) -> dict[str, str]:
     return env
 
 
-def command(pkg: ModuleType, args: list[str], nproc: int = 1, max_restarts: int = 0,
-            torchrun: bool | None = None) -> list[str]:
-    """The command line: plain ``python -m pkg.train`` for world 1, else ``torchrun --standalone`` (port 0)."""
+def command(
+    pkg: ModuleType, args: list[str], nproc: int = 1, max_restarts: int = 0, torchrun: bool | None = None
+) -> list[str]:
+    """The command line: plain ``python -m pkg.train`` for world 1, else ``torchrun --standalone`` (port
+    0)."""
     use_torchrun = nproc > 1 if torchrun is None else torchrun
     mod = [f"{pkg.__name__}.train", *args]
     if not use_torchrun:
         return [sys.executable, "-m", *mod]
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-            f"--max-restarts={max_restarts}", "--monitor-interval=0.5", "-m", *mod]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        f"--max-restarts={max_restarts}",
+        "--monitor-interval=0.5",
+        "-m",
+        *mod,
+    ]
 
 
 @dataclass
@@ -99,20 +127,30 @@ class Run:
     cmd: list[str]
 
     def check(self) -> Run:
-        assert self.returncode == 0, f"trainer exited {self.returncode}: {' '.join(self.cmd)}\n{self.output[-4000:]}"
+        assert self.returncode == 0, (
+            f"trainer exited {self.returncode}: {' '.join(self.cmd)}\n{self.output[-4000:]}"
+        )
         return self
 
 
-def start_trainer(pkg: ModuleType, args: list[str], *, nproc: int = 1, max_restarts: int = 0,
-                  env: dict[str, str] | None = None, log_path: str | Path | None = None,
-                  torchrun: bool | None = None) -> subprocess.Popen:
+def start_trainer(
+    pkg: ModuleType,
+    args: list[str],
+    *,
+    nproc: int = 1,
+    max_restarts: int = 0,
+    env: dict[str, str] | None = None,
+    log_path: str | Path | None = None,
+    torchrun: bool | None = None,
+) -> subprocess.Popen:
     """Start a trainer in its own session (so its whole tree can be killed); output goes to ``log_path``."""
     cmd = command(pkg, args, nproc, max_restarts, torchrun)
     cwd = Path(log_path).parent if log_path else Path.cwd()
     out = open(log_path, "w") if log_path else subprocess.DEVNULL
     # cwd outside the graded folder: `python -m` puts cwd first on sys.path, which could shadow the package.
-    p = subprocess.Popen(cmd, cwd=cwd, env=_env(pkg, env), stdout=out, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd, cwd=cwd, env=_env(pkg, env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
     p.cmd = cmd  # type: ignore[attr-defined]
     return p
 
@@ -130,15 +168,31 @@ def stop_tree(p: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
         p.wait(timeout=10)
 
 
-def run_trainer(pkg: ModuleType, run_dir: str | Path, args: list[str], *, nproc: int = 1, max_restarts: int = 0,
-                env: dict[str, str] | None = None, timeout: float = 120.0, torchrun: bool | None = None) -> Run:
+def run_trainer(
+    pkg: ModuleType,
+    run_dir: str | Path,
+    args: list[str],
+    *,
+    nproc: int = 1,
+    max_restarts: int = 0,
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+    torchrun: bool | None = None,
+) -> Run:
     """Run to completion (or ``timeout``: then the tree is SIGKILLed and the Run says so)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / f"log-{time.time_ns()}.txt"
     t0 = time.perf_counter()
-    p = start_trainer(pkg, ["--run-dir", str(run_dir), *args], nproc=nproc, max_restarts=max_restarts, env=env,
-                      log_path=log_path, torchrun=torchrun)
+    p = start_trainer(
+        pkg,
+        ["--run-dir", str(run_dir), *args],
+        nproc=nproc,
+        max_restarts=max_restarts,
+        env=env,
+        log_path=log_path,
+        torchrun=torchrun,
+    )
     try:
         rc = p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -151,7 +205,9 @@ def run_trainer(pkg: ModuleType, run_dir: str | Path, args: list[str], *, nproc:
     return Run(rc, out, time.perf_counter() - t0, p.cmd)  # type: ignore[attr-defined]
 
 
-def wait_for_step(run_dir: str | Path, step: int, timeout: float = 60.0, p: subprocess.Popen | None = None) -> bool:
+def wait_for_step(
+    run_dir: str | Path, step: int, timeout: float = 60.0, p: subprocess.Popen | None = None
+) -> bool:
     """Poll rank 0's metrics until it logged ``step`` (False on timeout or when ``p`` exited first)."""
     path = Path(run_dir) / "metrics" / "rank-0.jsonl"
     deadline = time.monotonic() + timeout
@@ -188,7 +244,8 @@ def bitwise_equal(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 
 def samples_seen(run_dir: str | Path, epoch: int) -> Counter:
-    """How often each sample index of ``epoch`` was trained on, over all ranks and attempts (needs --log-samples)."""
+    """How often each sample index of ``epoch`` was trained on, over all ranks and attempts (needs
+    --log-samples)."""
     seen: Counter = Counter()
     for path in (Path(run_dir) / "metrics").glob("samples-rank*.jsonl"):
         for line in path.read_text().splitlines():
@@ -220,16 +277,24 @@ sys.exit(main({args!r}))
 """
 
 
-def crash_in_save(pkg: ModuleType, run_dir: str | Path, args: list[str], step: int, nth: int = 1,
-                  timeout: float = 90.0) -> Run:
+def crash_in_save(
+    pkg: ModuleType, run_dir: str | Path, args: list[str], step: int, nth: int = 1, timeout: float = 90.0
+) -> Run:
     """World-1 run SIGKILLed right after the ``nth`` ``torch.save`` of a dict whose ``"step"`` is ``step``."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     code = _CRASH.format(step=step, nth=nth, pkg=pkg.__name__, args=["--run-dir", str(run_dir), *args])
     cmd = [sys.executable, "-c", textwrap.dedent(code)]
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=run_dir, env=_env(pkg, None), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True, text=True)
+    p = subprocess.Popen(
+        cmd,
+        cwd=run_dir,
+        env=_env(pkg, None),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
+    )
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -240,10 +305,12 @@ def crash_in_save(pkg: ModuleType, run_dir: str | Path, args: list[str], step: i
 
 
 def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
-    """Copy the reference package folder ``reference`` into ``dest`` and append the mutant's body to the module
+    """Copy the reference package folder ``reference`` into ``dest`` and append the mutant's body to the
+    module
     named by its header (``# replaces: fttrainer/<module>.py ...``). Returns the copied package folder.
 
-    Appending re-binds the replaced name at module level after the original definition, so every caller - in that
+    Appending re-binds the replaced name at module level after the original definition, so every caller - in
+    that
     module or importing it - gets the mutant."""
     text = Path(mutant).read_text()
     m = re.search(r"^#\s*replaces:\s*([\w./-]+\.py)", text, re.M)
@@ -289,18 +356,28 @@ print("@@RESULTS@@" + json.dumps(results))
 """
 
 
-def execute_cells(source: str | Path, env: dict[str, str], timeout: float = 900.0,
-                  cwd: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """Execute the code cells of a jupytext notebook in order in a fresh interpreter (one namespace, like a kernel,
+def execute_cells(
+    source: str | Path, env: dict[str, str], timeout: float = 900.0, cwd: str | Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """Execute the code cells of a jupytext notebook in order in a fresh interpreter (one namespace, like a
+    kernel,
     errors recorded per cell and execution continued). Returns ``{grade_id: {"ok", "error", "seconds"}}``.
 
-    The fast stand-in for an nbgrader autograde, used by the test suite to grade the reference, the skeleton and
+    The fast stand-in for an nbgrader autograde, used by the test suite to grade the reference, the skeleton
+    and
     every mutant; ``env`` selects the package (``HW_PACKAGE``, ``HW_PACKAGE_DIR``) and ``COURSE_FAST``."""
     cmd = [sys.executable, "-c", _EXEC, str(Path(source).resolve())]
     full_env = dict(os.environ)
     full_env.update(env)
-    p = subprocess.Popen(cmd, env=full_env, cwd=cwd or tempfile.gettempdir(), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        env=full_env,
+        cwd=cwd or tempfile.gettempdir(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -315,4 +392,4 @@ def execute_cells(source: str | Path, env: dict[str, str], timeout: float = 900.
     marker = out.rfind("@@RESULTS@@")
     if marker < 0:
         raise RuntimeError(f"cell runner crashed (exit {p.returncode}):\n{err[-3000:]}")
-    return json.loads(out[marker + len("@@RESULTS@@"):])
+    return json.loads(out[marker + len("@@RESULTS@@") :])

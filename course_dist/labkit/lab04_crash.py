@@ -139,7 +139,9 @@ class _Ops:
                 half()
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def install(self) -> None:
+    def install(self, namespaces: tuple[dict, ...] = ()) -> None:
+        """Patch os/builtins/io, and ``open`` in ``namespaces`` (IPython puts its own ``open`` into the notebook's
+        globals, and cloudpickle carries it into the ranks: a patched builtin alone would miss it)."""
         ops = self
         real = {name: getattr(os, name) for name in
                 ("open", "write", "close", "fsync", "replace", "rename", "mkdir", "unlink", "remove", "rmdir")}
@@ -221,6 +223,10 @@ class _Ops:
             return f
 
         builtins.open = io.open = open_
+        for ns in namespaces:
+            if "open" in ns and ns["open"] is not open_:
+                self.saved[(id(ns), "open")] = (ns, ns["open"])
+                ns["open"] = open_
         os.open, os.write, os.close, os.fsync = os_open, os_write, os_close, os_fsync
         os.replace, os.rename = renamer("replace"), renamer("rename")
         os.mkdir = simple("mkdir", "mkdir")
@@ -228,7 +234,10 @@ class _Ops:
 
     def uninstall(self) -> None:
         for (mod, name), fn in self.saved.items():
-            setattr(mod, name, fn)
+            if isinstance(mod, int):  # a namespace dict: fn is (dict, original)
+                fn[0][name] = fn[1]
+            else:
+                setattr(mod, name, fn)
 
 
 @dataclass
@@ -240,7 +249,7 @@ class ChildResult:
 
 
 def run_in_child(fn: Callable[[], Any], root: str | os.PathLike, *, kill_at: int | None = None,
-                 timeout: float = 60.0) -> ChildResult:
+                 timeout: float = 60.0, namespaces: tuple[dict, ...] = ()) -> ChildResult:
     """Run ``fn()`` in a forked child with file operations under ``root`` recorded (and killed at ``kill_at``)."""
     r, w = os.pipe()
     pid = os.fork()
@@ -250,7 +259,7 @@ def run_in_child(fn: Callable[[], Any], root: str | os.PathLike, *, kill_at: int
             os.close(r)
             sys.stdout = sys.stderr = io.StringIO()  # a forked kernel's streams belong to the parent
             ops = _Ops(Path(root), kill_at, w)
-            ops.install()
+            ops.install(namespaces)
             try:
                 fn()
             finally:
@@ -289,7 +298,7 @@ def _rank_save(save: Callable[..., Any], root: str, step: int, kill: dict[int, i
     ops = None
     if kill and r in kill:
         ops = _Ops(Path(root), kill[r], None)
-        ops.install()
+        ops.install(namespaces_of(save))
     try:
         shared = {"model": demo_parts(step)["model"]} if r == 0 else None
         out = save(root, step, demo_parts(step, rank=r), shared=shared, keep=keep)
@@ -297,3 +306,12 @@ def _rank_save(save: Callable[..., Any], root: str, step: int, kill: dict[int, i
         if ops is not None:
             ops.uninstall()
     return str(out)
+
+
+def namespaces_of(fn: Any) -> tuple[dict, ...]:
+    """The global namespaces a student's function resolves ``open`` in (its own, and __main__'s)."""
+    out = [getattr(fn, "__globals__", {})]
+    main = sys.modules.get("__main__")
+    if main is not None and vars(main) is not out[0]:
+        out.append(vars(main))
+    return tuple(out)

@@ -24,6 +24,7 @@ from .lab04_crash import (
     MANIFEST,
     Loaded,
     _rank_save,
+    namespaces_of,
     demo_parts,
     run_in_child,
     same,
@@ -102,7 +103,8 @@ def kill_drill(save: SaveFn, load: LoadFn, *, keep: int = 1, max_points: int = 1
         save(base, 1, demo_parts(1), keep=keep)
         trace_root = Path(tmp) / "trace"
         shutil.copytree(base, trace_root)
-        full = run_in_child(lambda: save(trace_root, 2, demo_parts(2), keep=keep), trace_root)
+        full = run_in_child(lambda: save(trace_root, 2, demo_parts(2), keep=keep), trace_root,
+                            namespaces=namespaces_of(save))
         if full.exitcode != 0:
             raise RuntimeError(f"the uninterrupted save failed in the child:\n{full.error}")
         records = full.records
@@ -114,7 +116,8 @@ def kill_drill(save: SaveFn, load: LoadFn, *, keep: int = 1, max_points: int = 1
         for k in points + [None]:
             root = Path(tmp) / f"k{k}"
             shutil.copytree(base, root)
-            res = run_in_child(lambda root=root: save(root, 2, demo_parts(2), keep=keep), root, kill_at=k)
+            res = run_in_child(lambda root=root: save(root, 2, demo_parts(2), keep=keep), root, kill_at=k,
+                               namespaces=namespaces_of(save))
             want = 2 if k is None or (pub is not None and k > pub) else 1
             problems = _invariants(root, only=step_dir_name(2))
             if k is not None and res.signal is None:

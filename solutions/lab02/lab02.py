@@ -156,10 +156,11 @@ display(padding)
 # === BEGIN MARK SCHEME ===
 # With `set_epoch`, each rank's coverage grows every epoch (about 1 - (3/4)^4 = 68 % of the data after 4
 # epochs at world 4); without it, it stays at 25 %: the permutation depends only on `seed + epoch`, so the
-# same quarter is replayed. Padding changes the metric whenever 30 % R != 0 (world 4, 7, 8, 16 here): the head
-# samples count twice, by up to several points at world 16. Fix: `drop_last` is wrong for eval (it loses
-# samples); instead evaluate unpadded shards (e.g. `indices[rank:n:world]`) and all-reduce the (correct,
-# count) sums, or de-duplicate.
+# same quarter is replayed. Padding changes the metric whenever 30 % R != 0 (world 4, 7, 8, 16 here): the
+# duplicated head samples count twice (here about +1 point at world 4/8/16, -0.5 at world 7; the sign depends
+# on whether the duplicated samples are right). With few eval samples per rank and many ranks it gets worse.
+# Fix: `drop_last` is wrong for eval (it drops samples); evaluate unpadded shards (e.g.
+# `indices[rank:n:world]`) and all-reduce the (correct, count) sums, or de-duplicate before the metric.
 # === END MARK SCHEME ===
 
 # %% [markdown]
@@ -506,9 +507,18 @@ for rank, out in enumerate(res):
         assert rec["all_async"], f"rank {rank}: bucket all-reduces must be async_op=True"
         assert rec["n_at_backward_end"] >= 1 and rec["first_start_before_bwd_end"], \
             f"rank {rank}: no collective started before backward ended (no overlap): {rec}"
+# the course_dist trace, independently: all-reduces per rank = steps x buckets, and each step's first one was
+# issued before that step's backward() returned (wall clock, shared by all processes on this machine)
 ar = res.trace[res.trace["op"] == "all_reduce"]
 per_rank = ar.groupby("rank").size().tolist()
 assert per_rank == [kw["steps"] * len(want)] * 2, f"trace: all_reduces per rank {per_rank} != steps x buckets"
+for rank, out in enumerate(res):
+    starts = ar[ar["rank"] == rank].sort_values("seq")["t_start"].tolist()
+    ends = [rec["t_backward_end_wall"] for rec in out["records"] if rec["sync"]]
+    for k, t_end in enumerate(ends):
+        first = starts[k * len(want)]
+        assert first < t_end, \
+            f"trace, rank {rank}, step {k}: first all_reduce {first - t_end:+.4f} s after backward"
 ddp_kw = {"steps": 2, "accum": 2, "unused": "none"}
 ref = launch(lab02.train_torch_ddp, world_size=2, kwargs=ddp_kw, timeout=60)
 err = lab02.max_abs_diff(res[0]["state"], ref[0])

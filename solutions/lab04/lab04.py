@@ -63,6 +63,9 @@ from course_dist.labkit.lab04_crash import MANIFEST, Loaded
 from course_dist.labkit.lab04_elastic import RecoveryReport
 
 pd.set_option("display.precision", 4)
+# The lab's models are tiny: extra intra-op threads only add synchronisation (measured: 4 ms vs 130 ms per step on
+# a busy 2-core machine), and a single-threaded parent is also what makes forked checkpoint writers safe.
+torch.set_num_threads(1)
 WORK = Path(tempfile.mkdtemp(prefix="lab04-"))  # every checkpoint of this notebook lives here; removed at the end
 CFG = lab04.Config()
 print("fast mode:", course_dist.fast_mode(), "| config", CFG.digest(), "| work dir", WORK)
@@ -83,7 +86,7 @@ print("fast mode:", course_dist.fast_mode(), "| config", CFG.digest(), "| work d
 #
 # Write `capture_state` (a *snapshot*: training on afterwards must not change it; it must survive
 # `torch.save`/`torch.load`) and `restore_state` (into a freshly built trainer; refuse a checkpoint whose config
-# hash differs with a `ValueError` naming both hashes). The test trains k steps, captures, serialises, restores into
+# hash differs with a `ValueError` naming both hashes; leave `state` untouched, so it can be restored twice). The test trains k steps, captures, serialises, restores into
 # a fresh trainer whose RNGs were scrambled, and demands that steps k+1 ... k+m are **bitwise** equal to the run
 # that never stopped.
 
@@ -124,9 +127,13 @@ def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
 def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
     """Load ``state`` into the freshly built ``tr`` so that its next step is the one the saved run would take.
 
-    Raises ValueError naming both hashes if ``state`` was captured under a different config.
+    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself must
+    stay untouched: restoring it again later must give the same run.
     """
     ### BEGIN SOLUTION
+    # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:
+    # without a copy, training the restored trainer would rewrite ``state``
+    state = copy.deepcopy(state)
     if state["config_hash"] != tr.cfg.digest():
         raise ValueError(f"checkpoint was written under config {state['config_hash']}, this run's config is "
                          f"{tr.cfg.digest()}: refusing to mix runs (start fresh or restore the old config)")
@@ -168,9 +175,9 @@ print("exercise 1:", rep.detail, "over", m, "steps")
 for k in (0, 9):  # at the very start, and across an epoch boundary (8 steps per epoch)
     r = lab04.check_resume(capture_state, restore_state, CFG, k=k, m=4)
     assert r.ok, f"resume at step {k}: {r.detail}"
+base = lab04.uninterrupted(CFG, 6)  # (trains a trainer: touches the global RNGs, so before the restore)
 fresh2 = lab04.Trainer(CFG)
-restore_state(fresh2, after)  # the snapshot taken at step 3, restored, must continue like the uninterrupted run
-base = lab04.uninterrupted(CFG, 6)
+restore_state(fresh2, after)  # the snapshot taken at step 3, restored again, must continue like the original
 got = [fresh2.train_step() for _ in range(3)]
 assert got == base.losses[3:], f"snapshot at step 3 continued with {got}, expected {base.losses[3:]}"
 per_rank = course_dist.launch(lab04.check_resume, 2, args=(capture_state, restore_state, CFG, 4, 3), stream=False)

@@ -1,7 +1,7 @@
 # mutant: no_rng_in_checkpoint
 # exercise: state
-# replaces: fttrainer/state.py (package module: this body is appended to it, re-binding capture_state and restore_state)
-# why: saves model, optimizer, scheduler, sampler and step but no RNG state (what torchtitan does): a resumed run
+# replaces: fttrainer/state.py (package module: body appended; re-binds capture_state, restore_state)
+# why: saves model, optimizer, scheduler, sampler and step but no RNG state (as torchtitan): a resumed run
 #      with dropout draws other masks and drifts away from the uninterrupted one
 
 

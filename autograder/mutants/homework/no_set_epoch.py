@@ -1,6 +1,6 @@
 # mutant: no_set_epoch
 # exercise: sampler
-# replaces: fttrainer/sampler.py (package module: this body is appended to it, re-binding ElasticSampler.epoch_order)
+# replaces: fttrainer/sampler.py (package module: body appended; re-binds ElasticSampler.epoch_order)
 # why: the epoch never reaches the shuffle (the classic forgotten DistributedSampler.set_epoch): every epoch
 #      trains on the same order
 

@@ -1,6 +1,6 @@
 # mutant: non_atomic_save
 # exercise: atomic
-# replaces: fttrainer/checkpoint.py (package module: this body is appended to it, re-binding save_checkpoint)
+# replaces: fttrainer/checkpoint.py (package module: body appended; re-binds save_checkpoint)
 # why: torch.save straight into the final step-N folder, `latest` moved first, manifest written but nothing
 #      fsynced or renamed: a kill mid-write leaves a half-written checkpoint under its final name
 
@@ -19,8 +19,12 @@ def save_checkpoint(root, step, shared, local, rank, world_size, keep_last=3, ba
     sync()
     if rank == 0:
         files = sorted(p.name for p in final.iterdir() if p.name != MANIFEST)
-        manifest = {"step": step, "world_size": world_size, "created": time.time(),
-                    "files": {n: {"sha256": _sha256(final / n), "bytes": (final / n).stat().st_size} for n in files}}
+        manifest = {
+            "step": step,
+            "world_size": world_size,
+            "created": time.time(),
+            "files": {n: {"sha256": _sha256(final / n), "bytes": (final / n).stat().st_size} for n in files},
+        }
         (final / MANIFEST).write_text(json.dumps(manifest))
         prune(root, keep_last)
     sync()

@@ -1,6 +1,6 @@
 # mutant: restart_epoch
 # exercise: elastic
-# replaces: fttrainer/sampler.py (package module: this body is appended to it, re-binding ElasticSampler.load_state_dict)
+# replaces: fttrainer/sampler.py (package module: body appended; re-binds ElasticSampler.load_state_dict)
 # why: resumes the right epoch but from its beginning (what a plain DistributedSampler does after a restart):
 #      samples trained before the checkpoint are trained again
 

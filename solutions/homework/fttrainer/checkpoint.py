@@ -1,20 +1,26 @@
-"""Atomic, step-numbered checkpoints: a checkpoint is either complete under its final name, or not there at all.
+"""Atomic, step-numbered checkpoints: a checkpoint is either complete under its final name, or not there at
+all.
 
 Layout under ``root``::
 
-    step-00000040/shared.pt        model, optimizer, scheduler, sampler position, step, config, dataset (rank 0)
+    step-00000040/shared.pt        model, optimizer, scheduler, sampler position, step, config, dataset (rank
+    0)
     step-00000040/rank-00000.pt    that rank's RNG states (every rank)
     step-00000040/manifest.json    sha256 + size of every file - written LAST: the commit marker
     latest                         "step-00000040" - a hint; the scan below is the source of truth
 
-Protocol (the naive version - ``torch.save`` straight to ``step-N/`` - leaves a half-written checkpoint under its
+Protocol (the naive version - ``torch.save`` straight to ``step-N/`` - leaves a half-written checkpoint under
+its
 final name when the job is killed mid-write, and the next start loads garbage or crashes):
 
 1. every rank writes its files into ``.tmp-step-N/`` and fsyncs them; barrier;
-2. rank 0 hashes them, writes ``manifest.json`` (fsync), renames ``.tmp-step-N`` -> ``step-N`` (atomic on POSIX),
-   fsyncs the parent directory, then replaces ``latest`` the same way; prunes to the newest ``keep_last``; barrier.
+2. rank 0 hashes them, writes ``manifest.json`` (fsync), renames ``.tmp-step-N`` -> ``step-N`` (atomic on
+POSIX),
+   fsyncs the parent directory, then replaces ``latest`` the same way; prunes to the newest ``keep_last``;
+   barrier.
 
-``latest_checkpoint`` trusts only folders whose manifest verifies, newest first. Multi-node runs need ``root`` on a
+``latest_checkpoint`` trusts only folders whose manifest verifies, newest first. Multi-node runs need ``root``
+on a
 filesystem every rank sees (and rename is atomic within it).
 """
 
@@ -63,8 +69,16 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def save_checkpoint(root: str | os.PathLike[str], step: int, shared: dict[str, Any] | None, local: dict[str, Any],
-                    rank: int, world_size: int, keep_last: int = 3, barrier: Any = None) -> Path:
+def save_checkpoint(
+    root: str | os.PathLike[str],
+    step: int,
+    shared: dict[str, Any] | None,
+    local: dict[str, Any],
+    rank: int,
+    world_size: int,
+    keep_last: int = 3,
+    barrier: Any = None,
+) -> Path:
     """Write step ``step`` atomically (every rank calls this; ``shared`` is only needed on rank 0).
 
     ``barrier`` is a zero-argument callable that synchronises all ranks (None in a single process).
@@ -147,7 +161,8 @@ def latest_checkpoint(root: str | os.PathLike[str]) -> Path | None:
 
 
 def load_checkpoint(path: str | os.PathLike[str], rank: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """``(shared, local)`` of a verified checkpoint; ``local`` is None if rank ``rank`` did not exist in it."""
+    """``(shared, local)`` of a verified checkpoint; ``local`` is None if rank ``rank`` did not exist in
+    it."""
     path = Path(path)
     shared = torch.load(path / "shared.pt", weights_only=False)
     own = path / f"rank-{rank:05d}.pt"
@@ -156,7 +171,8 @@ def load_checkpoint(path: str | os.PathLike[str], rank: int) -> tuple[dict[str, 
 
 
 def prune(root: str | os.PathLike[str], keep_last: int) -> list[Path]:
-    """Delete all but the newest ``keep_last`` complete checkpoints (and nothing that is not complete-and-older)."""
+    """Delete all but the newest ``keep_last`` complete checkpoints (and nothing that is not
+    complete-and-older)."""
     if keep_last < 1:
         raise ValueError(f"keep_last must be >= 1, got {keep_last}")
     complete = [p for p in list_checkpoints(root) if (p / MANIFEST).exists()]

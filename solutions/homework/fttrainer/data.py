@@ -1,7 +1,9 @@
 """A deterministic synthetic dataset with a data contract (version, owner, event time, availability window).
 
-The metadata travels into every checkpoint and the metrics log; :func:`check_dataset` refuses to resume a run on a
-dataset whose version or contents differ from the ones the checkpoint was trained on - silently continuing on other
+The metadata travels into every checkpoint and the metrics log; :func:`check_dataset` refuses to resume a run
+on a
+dataset whose version or contents differ from the ones the checkpoint was trained on - silently continuing on
+other
 data is the bug this prevents.
 """
 
@@ -49,7 +51,8 @@ class DatasetMeta:
 
 
 class SyntheticDataset:
-    """``size`` Gaussian inputs labelled by a fixed random teacher network; identical on every rank and every run.
+    """``size`` Gaussian inputs labelled by a fixed random teacher network; identical on every rank and every
+    run.
 
     The whole tensor is generated once from ``seed`` (16384 x 256 floats = 16 MiB), so indexing is a gather.
     """
@@ -90,9 +93,12 @@ def check_dataset(saved: dict[str, Any], current: DatasetMeta) -> None:
     """
     if saved.get("version") != current.version:
         raise DatasetMismatchError(
-            f"dataset version mismatch: the checkpoint was trained on version {saved.get('version')!r} "
-            f"(fingerprint {saved.get('fingerprint')}), the current dataset is version {current.version!r} "
-            f"(fingerprint {current.fingerprint}). Resume with --data-version {saved.get('version')} or start "
+            f"dataset version mismatch: the checkpoint was trained on version "
+            f"{saved.get('version')!r} "
+            f"(fingerprint {saved.get('fingerprint')}), the current dataset is version "
+            f"{current.version!r} "
+            f"(fingerprint {current.fingerprint}). Resume with --data-version {saved.get('version')} "
+            f"or start "
             f"a fresh run in another --run-dir."
         )
     if saved.get("fingerprint") != current.fingerprint:
@@ -103,5 +109,8 @@ def check_dataset(saved: dict[str, Any], current: DatasetMeta) -> None:
         )
     now = datetime.now(timezone.utc).isoformat()
     if not (current.available_from <= now <= current.available_until):
-        log.warning("training outside the dataset's availability window [%s, %s]",
-                    current.available_from, current.available_until)
+        log.warning(
+            "training outside the dataset's availability window [%s, %s]",
+            current.available_from,
+            current.available_until,
+        )

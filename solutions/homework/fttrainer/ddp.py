@@ -1,7 +1,9 @@
 """Model, DDP wrapping, LR schedule and one optimizer step with gradient accumulation.
 
-One step on one rank: ``accum`` micro-batches; all but the last run under ``model.no_sync()`` so their gradients
-only accumulate locally, the last one's backward all-reduces the summed gradients, bucket by bucket, overlapped with
+One step on one rank: ``accum`` micro-batches; all but the last run under ``model.no_sync()`` so their
+gradients
+only accumulate locally, the last one's backward all-reduces the summed gradients, bucket by bucket,
+overlapped with
 the rest of the backward. One all-reduce per *optimizer step* instead of one per micro-batch is what buys the
 compute-per-byte this 2-core box needs (bench/bench_homework.py).
 """
@@ -36,7 +38,8 @@ def build_model(cfg: TrainConfig) -> nn.Module:
 
 
 def wrap_model(model: nn.Module, world_size: int, device: torch.device) -> nn.Module:
-    """DDP when there is more than one rank (parameters are broadcast from rank 0 here); the bare model otherwise."""
+    """DDP when there is more than one rank (parameters are broadcast from rank 0 here); the bare model
+    otherwise."""
     model.to(device)
     if world_size == 1:
         return model
@@ -52,8 +55,9 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
-def make_scheduler(optimizer: torch.optim.Optimizer, cfg: TrainConfig,
-                   total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: TrainConfig, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up for ``cfg.warmup_steps``, then cosine decay to 10% of the peak over ``total_steps``."""
     warm = max(0, cfg.warmup_steps)
 
@@ -80,13 +84,21 @@ class StepStats:
     """The last micro-batch: forward + backward with the gradient all-reduce overlapped."""
 
 
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
-               data: SyntheticDataset, micro_batches: list[list[int]], device: torch.device,
-               probe: Callable[[], None] | None = None) -> StepStats:
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    data: SyntheticDataset,
+    micro_batches: list[list[int]],
+    device: torch.device,
+    probe: Callable[[], None] | None = None,
+) -> StepStats:
     """One optimizer step: ``no_sync`` accumulation, then one synchronised backward, then step the optimizer.
 
-    ``probe`` runs just before the synchronised micro-batch (the trainer's one-scalar all-reduce that carries the
-    SIGTERM flag): ranks arrive there after their local work, so the time spent in it is the time this rank waited
+    ``probe`` runs just before the synchronised micro-batch (the trainer's one-scalar all-reduce that carries
+    the
+    SIGTERM flag): ranks arrive there after their local work, so the time spent in it is the time this rank
+    waited
     for the slowest one.
     """
     accum = len(micro_batches)

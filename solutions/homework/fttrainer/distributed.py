@@ -1,9 +1,13 @@
 """Process-group setup that survives torchrun restarts, and the one collective the trainer adds per step.
 
-Under ``torchrun`` the elastic agent hosts a TCPStore at ``MASTER_ADDR:MASTER_PORT`` and restarts *all* workers when
-one dies. The default ``env://`` init re-uses that store's keys, so a restarted gloo group often dials the previous
-attempt's ports ("Connection refused") or hangs (measured: 8 of 9 restarts failed). Keying everything by the restart
-attempt - ``PrefixStore(f"attempt_{TORCHELASTIC_RESTART_COUNT}", TCPStore(..., is_master=False))`` - gives each
+Under ``torchrun`` the elastic agent hosts a TCPStore at ``MASTER_ADDR:MASTER_PORT`` and restarts *all*
+workers when
+one dies. The default ``env://`` init re-uses that store's keys, so a restarted gloo group often dials the
+previous
+attempt's ports ("Connection refused") or hangs (measured: 8 of 9 restarts failed). Keying everything by the
+restart
+attempt - ``PrefixStore(f"attempt_{TORCHELASTIC_RESTART_COUNT}", TCPStore(..., is_master=False))`` - gives
+each
 attempt a clean namespace (7 of 7 clean restarts).
 """
 
@@ -60,10 +64,16 @@ def init_distributed(backend: str = "auto", timeout_s: float = 120.0) -> DistInf
         return DistInfo(0, 1, _device(_backend(backend), 0), owns_group=False, attempt=attempt)
     rank = int(os.environ["RANK"])
     name = _backend(backend)
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                          timeout=timedelta(seconds=timeout_s))
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        is_master=False,
+        timeout=timedelta(seconds=timeout_s),
+    )
     prefixed = dist.PrefixStore(f"attempt_{attempt}", store)
-    dist.init_process_group(name, store=prefixed, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        name, store=prefixed, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s)
+    )
     log.info("rank %d/%d joined (%s, attempt %d)", rank, world, name, attempt)
     return DistInfo(rank, world, _device(name, rank), owns_group=True, attempt=attempt)
 
@@ -77,9 +87,11 @@ def _device(backend: str, rank: int) -> torch.device:
 
 
 def any_rank(flag: bool, info: DistInfo) -> bool:
-    """True on every rank when ``flag`` is true on any rank (one 4-byte all-reduce; no-op in a single process).
+    """True on every rank when ``flag`` is true on any rank (one 4-byte all-reduce; no-op in a single
+    process).
 
-    SIGTERM reaches ranks at different moments; deciding to stop through a collective makes every rank stop after
+    SIGTERM reaches ranks at different moments; deciding to stop through a collective makes every rank stop
+    after
     the *same* step, so they all enter the checkpoint's collectives together instead of deadlocking.
     """
     if info.world_size == 1:

@@ -2,7 +2,8 @@
 
 Each rank appends one row per step to ``<run_dir>/metrics/rank-<r>.jsonl`` and ``.csv``: step time split into
 local compute, the wait for the slowest rank (``wait_s``, measured in the pre-sync probe all-reduce) and the
-synchronised micro-batch (``sync_s``: last backward with the overlapped gradient all-reduce), samples/s and loss.
+synchronised micro-batch (``sync_s``: last backward with the overlapped gradient all-reduce), samples/s and
+loss.
 The JSONL's first record of every attempt is a ``start`` event with the config and the dataset metadata.
 """
 
@@ -18,8 +19,23 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-STEP_FIELDS = ["step", "epoch", "rank", "world_size", "attempt", "loss", "lr", "step_s", "compute_s", "wait_s",
-               "sync_s", "samples", "samples_per_s", "dataset_version", "time"]
+STEP_FIELDS = [
+    "step",
+    "epoch",
+    "rank",
+    "world_size",
+    "attempt",
+    "loss",
+    "lr",
+    "step_s",
+    "compute_s",
+    "wait_s",
+    "sync_s",
+    "samples",
+    "samples_per_s",
+    "dataset_version",
+    "time",
+]
 
 
 class MetricsLogger:
@@ -67,7 +83,8 @@ def load_metrics(run_dir: str | Path, event: str = "step") -> pd.DataFrame:
 def straggler_report(steps: pd.DataFrame, skip: int = 1) -> dict[str, Any]:
     """Name the slowest rank and how long the others waited for it.
 
-    ``steps``: step rows of every rank (:func:`load_metrics`); the first ``skip`` steps of each attempt (warm-up,
+    ``steps``: step rows of every rank (:func:`load_metrics`); the first ``skip`` steps of each attempt
+    (warm-up,
     DDP bucket rebuild) are left out. The slowest rank is the one with the largest mean local time per step
     (``step_s - wait_s - sync_s``); ``waited_s`` is the total time the *other* ranks spent in the wait probe.
     Returns ``{"slowest_rank", "waited_s", "per_rank" (DataFrame), "text"}``.
@@ -77,10 +94,20 @@ def straggler_report(steps: pd.DataFrame, skip: int = 1) -> dict[str, Any]:
     df = steps.sort_values(["attempt", "rank", "step"])
     df = df[df.groupby(["attempt", "rank"]).cumcount() >= skip]
     df = df.assign(local_s=df["step_s"] - df["wait_s"] - df["sync_s"])
-    per_rank = df.groupby("rank").agg(steps=("step", "count"), local_s=("local_s", "mean"),
-                                      wait_s=("wait_s", "sum"), step_s=("step_s", "mean")).reset_index()
+    per_rank = (
+        df.groupby("rank")
+        .agg(
+            steps=("step", "count"),
+            local_s=("local_s", "mean"),
+            wait_s=("wait_s", "sum"),
+            step_s=("step_s", "mean"),
+        )
+        .reset_index()
+    )
     slowest = int(per_rank.loc[per_rank["local_s"].idxmax(), "rank"])
     waited = float(per_rank.loc[per_rank["rank"] != slowest, "wait_s"].sum())
-    text = (f"slowest rank: {slowest} (mean local time {per_rank['local_s'].max() * 1e3:.1f} ms/step vs median "
-            f"{per_rank['local_s'].median() * 1e3:.1f} ms); the other ranks waited {waited:.2f} s in total for it")
+    text = (
+        f"slowest rank: {slowest} (mean local time {per_rank['local_s'].max() * 1e3:.1f} ms/step vs median "
+        f"{per_rank['local_s'].median() * 1e3:.1f} ms); the other ranks waited {waited:.2f} s in total for it"
+    )
     return {"slowest_rank": slowest, "waited_s": waited, "per_rank": per_rank, "text": text}

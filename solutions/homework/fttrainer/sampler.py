@@ -1,8 +1,12 @@
-"""Elastic sampling: the global sample stream of an epoch is consumed exactly once across restarts and resizes.
+"""Elastic sampling: the global sample stream of an epoch is consumed exactly once across restarts and
+resizes.
 
-Why not ``torch.utils.data.DistributedSampler``? Its position is implicit (an iterator) and its split depends on the
-world size, so after a restart it replays the epoch from the beginning, and after a resize the ranks' shares no
-longer line up. Here the *position* is global - samples of this epoch already consumed, always a multiple of the
+Why not ``torch.utils.data.DistributedSampler``? Its position is implicit (an iterator) and its split depends
+on the
+world size, so after a restart it replays the epoch from the beginning, and after a resize the ranks' shares
+no
+longer line up. Here the *position* is global - samples of this epoch already consumed, always a multiple of
+the
 fixed global batch - so it means the same thing at any world size:
 
     epoch order  = randperm(size, seed + epoch)          (same on every rank; set_epoch changes it)
@@ -25,7 +29,8 @@ import torch
 def grad_accum_steps(global_batch: int, micro_batch: int, world_size: int) -> int:
     """Micro-batches per rank per step so that ``micro_batch x accum x world_size == global_batch``.
 
-    The global batch is part of the optimisation problem (LR, noise scale): it must not change silently when the job
+    The global batch is part of the optimisation problem (LR, noise scale): it must not change silently when
+    the job
     is restarted on another number of ranks, so a global batch that does not divide is an error.
     """
     if global_batch <= 0 or micro_batch <= 0 or world_size <= 0:
@@ -43,8 +48,9 @@ def grad_accum_steps(global_batch: int, micro_batch: int, world_size: int) -> in
 class ElasticSampler:
     """Per-rank micro-batches of one epoch's global stream, resumable from a global position."""
 
-    def __init__(self, size: int, global_batch: int, micro_batch: int, world_size: int, rank: int,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, size: int, global_batch: int, micro_batch: int, world_size: int, rank: int, seed: int = 0
+    ) -> None:
         self.accum = grad_accum_steps(global_batch, micro_batch, world_size)
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} outside [0, {world_size})")
@@ -78,19 +84,25 @@ class ElasticSampler:
         order = self.epoch_order()
         per_rank = self.global_batch // self.world_size
         while self.consumed + self.global_batch <= self.steps_per_epoch * self.global_batch:
-            step = order[self.consumed: self.consumed + self.global_batch]
-            mine = step[self.rank * per_rank: (self.rank + 1) * per_rank].tolist()
+            step = order[self.consumed : self.consumed + self.global_batch]
+            mine = step[self.rank * per_rank : (self.rank + 1) * per_rank].tolist()
             # Counted when handed out: a checkpoint is only taken after the step finished, so it never skips
             # a step it did not train on, and never replays one it did.
             self.consumed += self.global_batch
-            yield [mine[i * self.micro_batch: (i + 1) * self.micro_batch] for i in range(self.accum)]
+            yield [mine[i * self.micro_batch : (i + 1) * self.micro_batch] for i in range(self.accum)]
 
     def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "consumed": self.consumed, "size": self.size,
-                "global_batch": self.global_batch, "seed": self.seed}
+        return {
+            "epoch": self.epoch,
+            "consumed": self.consumed,
+            "size": self.size,
+            "global_batch": self.global_batch,
+            "seed": self.seed,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume at a global position; valid at any world size, but only for the same data and global batch."""
+        """Resume at a global position; valid at any world size, but only for the same data and global
+        batch."""
         for key in ("size", "global_batch", "seed"):
             if state[key] != getattr(self, key):
                 raise ValueError(

@@ -1,9 +1,12 @@
 """Scaling experiment: the same per-rank work at world 1, 2, 4 -> throughput, efficiency and cost per sample.
 
-Weak scaling (the default) keeps each rank's share fixed - ``global_batch = per_rank_batch x world`` - which is what
-data parallelism buys: more samples per second at the same per-sample cost if communication hides behind compute.
+Weak scaling (the default) keeps each rank's share fixed - ``global_batch = per_rank_batch x world`` - which
+is what
+data parallelism buys: more samples per second at the same per-sample cost if communication hides behind
+compute.
 Strong scaling keeps the global batch fixed and splits it thinner. Each world size is a real ``torchrun
---standalone`` job (a free port every time) of ``python -m <package>.train``; the step time of a step is the slowest
+--standalone`` job (a free port every time) of ``python -m <package>.train``; the step time of a step is the
+slowest
 rank's, the median is taken after ``skip`` warm-up steps.
 
     python -m fttrainer.scaling --out runs/scaling            # world 1, 2, 4 on the default workload
@@ -28,14 +31,25 @@ log = logging.getLogger(__name__)
 
 
 def _run(package: str, world: int, args: list[str], run_dir: Path, timeout: float) -> None:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}",
-           "-m", f"{package}.train", "--run-dir", str(run_dir), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={world}",
+        "-m",
+        f"{package}.train",
+        "--run-dir",
+        str(run_dir),
+        *args,
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     with open(run_dir.parent / f"log-world{world}.txt", "w") as out:
-        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                             cwd=run_dir.parent)
+        p = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir.parent
+        )
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -51,14 +65,23 @@ def _run(package: str, world: int, args: list[str], run_dir: Path, timeout: floa
         raise RuntimeError(f"world {world} run failed (exit {rc}, timeout {timeout} s):\n{tail}")
 
 
-def run_scaling(out_dir: str | Path, worlds: tuple[int, ...] = (1, 2, 4), per_rank_batch: int = 512,
-                micro_batch: int = 128, steps: int = 30, skip: int = 5, mode: str = "weak",
-                extra_args: tuple[str, ...] = (), price_per_rank_hour: float = 0.05,
-                timeout: float = 600.0) -> pd.DataFrame:
+def run_scaling(
+    out_dir: str | Path,
+    worlds: tuple[int, ...] = (1, 2, 4),
+    per_rank_batch: int = 512,
+    micro_batch: int = 128,
+    steps: int = 30,
+    skip: int = 5,
+    mode: str = "weak",
+    extra_args: tuple[str, ...] = (),
+    price_per_rank_hour: float = 0.05,
+    timeout: float = 600.0,
+) -> pd.DataFrame:
     """Run every world size, write ``scaling.csv``, ``scaling.md`` and ``scaling.png`` into ``out_dir``.
 
     Columns: world, global_batch, step_s (median slowest-rank step), samples_per_s, efficiency (weak:
-    thr_w / (w x thr_1); strong: the same ratio, the ideal being linear speed-up), wait_s (median time a rank waited
+    thr_w / (w x thr_1); strong: the same ratio, the ideal being linear speed-up), wait_s (median time a rank
+    waited
     for others), cost_per_sample (rank-seconds per sample), usd_per_1m_samples (at ``price_per_rank_hour``).
     """
     if mode not in ("weak", "strong"):
@@ -72,25 +95,47 @@ def run_scaling(out_dir: str | Path, worlds: tuple[int, ...] = (1, 2, 4), per_ra
     for w in worlds:
         gb = per_rank_batch * w if mode == "weak" else per_rank_batch
         run_dir = Path(tempfile.mkdtemp(prefix=f"world{w}-", dir=out))
-        args = ["--global-batch", str(gb), "--micro-batch", str(micro_batch), "--max-steps", str(steps),
-                "--epochs", "1000", "--data-size", str(gb * max(steps, 8)), "--ckpt-every", "0",
-                "--log-every", "0", *extra_args]
+        args = [
+            "--global-batch",
+            str(gb),
+            "--micro-batch",
+            str(micro_batch),
+            "--max-steps",
+            str(steps),
+            "--epochs",
+            "1000",
+            "--data-size",
+            str(gb * max(steps, 8)),
+            "--ckpt-every",
+            "0",
+            "--log-every",
+            "0",
+            *extra_args,
+        ]
         log.info("world %d: global batch %d", w, gb)
         _run(package, w, args, run_dir, timeout)
         m = load_metrics(run_dir)
         m = m[m["step"] > skip]
         per_step = m.groupby("step").agg(step_s=("step_s", "max"), wait_s=("wait_s", "median"))
         step_s = float(per_step["step_s"].median())
-        rows.append({"world": w, "global_batch": gb, "step_s": step_s, "samples_per_s": gb / step_s,
-                     "wait_s": float(per_step["wait_s"].median())})
+        rows.append(
+            {
+                "world": w,
+                "global_batch": gb,
+                "step_s": step_s,
+                "samples_per_s": gb / step_s,
+                "wait_s": float(per_step["wait_s"].median()),
+            }
+        )
     df = pd.DataFrame(rows)
     base = float(df.loc[df["world"] == 1, "samples_per_s"].iloc[0])
     df["efficiency"] = df["samples_per_s"] / (df["world"] * base)
     df["cost_per_sample"] = df["world"] / df["samples_per_s"]
     df["usd_per_1m_samples"] = df["cost_per_sample"] * 1e6 * price_per_rank_hour / 3600
     df.to_csv(out / "scaling.csv", index=False)
-    (out / "scaling.md").write_text(df.to_markdown(index=False, floatfmt=".4g") if _has_tabulate()
-                                    else df.to_string(index=False))
+    (out / "scaling.md").write_text(
+        df.to_markdown(index=False, floatfmt=".4g") if _has_tabulate() else df.to_string(index=False)
+    )
     plot_scaling(df, out / "scaling.png")
     return df
 

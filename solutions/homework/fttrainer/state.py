@@ -1,7 +1,9 @@
 """What a checkpoint must hold for a resumed run to continue bit for bit.
 
-Shared (identical on every rank, written once): model, optimizer (AdamW moments), LR scheduler, step, epoch, the
-sampler's global position, the config and the dataset metadata. Per rank: every RNG the rank draws from (torch CPU,
+Shared (identical on every rank, written once): model, optimizer (AdamW moments), LR scheduler, step, epoch,
+the
+sampler's global position, the config and the dataset metadata. Per rank: every RNG the rank draws from (torch
+CPU,
 CUDA, Python ``random``, NumPy) - dropout masks come from them, and torchtitan, for one, does not save them.
 """
 
@@ -45,9 +47,17 @@ def _unwrap(model: nn.Module) -> nn.Module:
     return model.module if isinstance(model, DDP) else model
 
 
-def capture_state(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, sampler: ElasticSampler,
-                  step: int, epoch: int, cfg: TrainConfig, meta: DatasetMeta,
-                  world_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def capture_state(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    sampler: ElasticSampler,
+    step: int,
+    epoch: int,
+    cfg: TrainConfig,
+    meta: DatasetMeta,
+    world_size: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(shared, local)``: the shared state (write once, from rank 0) and this rank's own state."""
     shared = {
         "model": _unwrap(model).state_dict(),  # unwrapped: loads with or without DDP, at any world size
@@ -64,11 +74,18 @@ def capture_state(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler:
     return shared, local
 
 
-def restore_state(shared: dict[str, Any], local: dict[str, Any] | None, model: nn.Module,
-                  optimizer: torch.optim.Optimizer, scheduler: Any, sampler: ElasticSampler) -> tuple[int, int]:
+def restore_state(
+    shared: dict[str, Any],
+    local: dict[str, Any] | None,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    sampler: ElasticSampler,
+) -> tuple[int, int]:
     """Load a checkpoint into live objects; returns ``(step, epoch)``.
 
-    ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then starts
+    ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then
+    starts
     from a fresh, deterministic seed - exact continuation is only promised at the same world size.
     """
     _unwrap(model).load_state_dict(shared["model"])

@@ -1,6 +1,7 @@
 """The training loop: resume, train with DDP, checkpoint every N steps and on SIGTERM, log metrics.
 
-Works in three settings with one code path: a single process, ``torchrun`` (one or many machines; restarts re-enter
+Works in three settings with one code path: a single process, ``torchrun`` (one or many machines; restarts
+re-enter
 here and auto-resume from the newest complete checkpoint), and a rank started by ``course_dist.launch`` in a
 notebook (the process group already exists).
 """
@@ -33,7 +34,8 @@ log = logging.getLogger(__name__)
 
 
 def _fault_hook() -> Any:
-    """``course_dist.step`` (applies ``COURSE_FAULTS`` drills: kill, raise, hang, slow), else a minimal stand-in."""
+    """``course_dist.step`` (applies ``COURSE_FAULTS`` drills: kill, raise, hang, slow), else a minimal
+    stand-in."""
     try:
         from course_dist import step
 
@@ -43,7 +45,8 @@ def _fault_hook() -> Any:
 
 
 def _env_faults(i: int) -> None:
-    """Stand-in for ``course_dist.step`` when course_dist is absent: ``kill:R@S`` and ``slow:R@S:SEC``, attempt 0."""
+    """Stand-in for ``course_dist.step`` when course_dist is absent: ``kill:R@S`` and ``slow:R@S:SEC``,
+    attempt 0."""
     plan = os.environ.get("COURSE_FAULTS", "")
     if not plan or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
         return
@@ -61,7 +64,8 @@ def _env_faults(i: int) -> None:
 
 
 def param_digest(model: nn.Module) -> str:
-    """sha256 of every parameter's bytes, in registration order: equal digests <=> bitwise-equal parameters."""
+    """sha256 of every parameter's bytes, in registration order: equal digests <=> bitwise-equal
+    parameters."""
     inner = model.module if isinstance(model, DDP) else model
     h = hashlib.sha256()
     for name, p in inner.named_parameters():
@@ -101,18 +105,25 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
       ``wrap_model``), AdamW (``make_optimizer``), scheduler over ``steps_per_epoch x epochs`` steps;
     - resume from ``latest_checkpoint(<run_dir>/ckpt)`` if there is one: ``check_dataset`` first, then
       ``restore_state``;
-    - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a probe
+    - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a
+    probe
       that agrees on the SIGTERM flag (``any_rank``); steps count from 1; after an epoch's last step the epoch
       counter moves on, so that step's checkpoint resumes at the next epoch's start;
-    - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from, dataset,
-      config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds) per save, an
+    - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from,
+    dataset,
+      config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds) per save,
+      an
       ``end`` event; with ``cfg.log_samples`` also ``<run_dir>/metrics/samples-rank<r>.jsonl`` lines
       ``{"step", "epoch", "idx": [sample indices]}``;
-    - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after SIGTERM
+    - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after
+    SIGTERM
       (then stop), and at the end if the last step is not saved yet;
-    - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from`` (step or
-      None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0 writes
-      it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to ``<run_dir>/final_params.pt``.
+    - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from``
+    (step or
+      None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0
+      writes
+      it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to
+      ``<run_dir>/final_params.pt``.
     """
     torch.set_num_threads(cfg.threads)
     info = init_distributed(cfg.backend)
@@ -126,7 +137,9 @@ def _train(cfg: TrainConfig, info: DistInfo) -> dict[str, Any]:
     rank, world = info.rank, info.world_size
     run_dir = Path(cfg.run_dir)
     ckpt_root = run_dir / "ckpt"
-    data = SyntheticDataset(cfg.data_size, cfg.in_dim, cfg.classes, cfg.data_seed, cfg.data_version, cfg.data_owner)
+    data = SyntheticDataset(
+        cfg.data_size, cfg.in_dim, cfg.classes, cfg.data_seed, cfg.data_version, cfg.data_owner
+    )
     sampler = ElasticSampler(len(data), cfg.global_batch, cfg.micro_batch, world, rank, seed=cfg.seed)
     total_steps = sampler.steps_per_epoch * cfg.epochs
     model = wrap_model(build_model(cfg), world, info.device)
@@ -142,22 +155,49 @@ def _train(cfg: TrainConfig, info: DistInfo) -> dict[str, Any]:
         step, epoch = restore_state(shared, local, model, optimizer, scheduler, sampler)
         resumed_from = step
         if shared["world_size"] != world:
-            log.warning("resuming a world-%d checkpoint at world %d: the sample stream continues exactly, RNG "
-                        "streams of new ranks are reseeded", shared["world_size"], world)
+            log.warning(
+                "resuming a world-%d checkpoint at world %d: the sample stream continues exactly, RNG "
+                "streams of new ranks are reseeded",
+                shared["world_size"],
+                world,
+            )
     metrics = MetricsLogger(run_dir, rank)
-    metrics.event("start", attempt=info.attempt, world_size=world, resumed_from=resumed_from,
-                  dataset=data.meta.to_dict(), config=cfg.to_dict(), time=time.time())
+    metrics.event(
+        "start",
+        attempt=info.attempt,
+        world_size=world,
+        resumed_from=resumed_from,
+        dataset=data.meta.to_dict(),
+        config=cfg.to_dict(),
+        time=time.time(),
+    )
     samples_log = open(run_dir / "metrics" / f"samples-rank{rank}.jsonl", "a") if cfg.log_samples else None
     if rank == 0:
-        log.info("rank 0: %s; %d steps/epoch x %d epochs, accum %d, resume from %s", data.meta.version,
-                 sampler.steps_per_epoch, cfg.epochs, sampler.accum, path)
+        log.info(
+            "rank 0: %s; %d steps/epoch x %d epochs, accum %d, resume from %s",
+            data.meta.version,
+            sampler.steps_per_epoch,
+            cfg.epochs,
+            sampler.accum,
+            path,
+        )
 
     def save(at: int) -> None:
         t = time.perf_counter()
         shared, local = capture_state(model, optimizer, scheduler, sampler, at, epoch, cfg, data.meta, world)
-        save_checkpoint(ckpt_root, at, shared if rank == 0 else None, local, rank, world, cfg.keep_last,
-                        barrier=(lambda: barrier(info)) if world > 1 else None)
-        metrics.event("checkpoint", step=at, seconds=time.perf_counter() - t, attempt=info.attempt, time=time.time())
+        save_checkpoint(
+            ckpt_root,
+            at,
+            shared if rank == 0 else None,
+            local,
+            rank,
+            world,
+            cfg.keep_last,
+            barrier=(lambda: barrier(info)) if world > 1 else None,
+        )
+        metrics.event(
+            "checkpoint", step=at, seconds=time.perf_counter() - t, attempt=info.attempt, time=time.time()
+        )
 
     fault, stopped, last_saved = _fault_hook(), "done", resumed_from
     with _Preemption() as pre:
@@ -177,18 +217,45 @@ def _train(cfg: TrainConfig, info: DistInfo) -> dict[str, Any]:
                     epoch += 1  # the checkpoint of an epoch's last step records the next epoch's start
                 step_s = time.perf_counter() - t0
                 n = sum(len(mb) for mb in micro_batches)
-                metrics.step({"step": step, "epoch": epoch, "rank": rank, "world_size": world,
-                              "attempt": info.attempt, "loss": stats.loss, "lr": scheduler.get_last_lr()[0],
-                              "step_s": step_s, "compute_s": step_s - stats.wait_s - stats.sync_s,
-                              "wait_s": stats.wait_s, "sync_s": stats.sync_s, "samples": n,
-                              "samples_per_s": n / step_s, "dataset_version": data.meta.version,
-                              "time": time.time()})
+                metrics.step(
+                    {
+                        "step": step,
+                        "epoch": epoch,
+                        "rank": rank,
+                        "world_size": world,
+                        "attempt": info.attempt,
+                        "loss": stats.loss,
+                        "lr": scheduler.get_last_lr()[0],
+                        "step_s": step_s,
+                        "compute_s": step_s - stats.wait_s - stats.sync_s,
+                        "wait_s": stats.wait_s,
+                        "sync_s": stats.sync_s,
+                        "samples": n,
+                        "samples_per_s": n / step_s,
+                        "dataset_version": data.meta.version,
+                        "time": time.time(),
+                    }
+                )
                 if samples_log is not None:
-                    samples_log.write(json.dumps({"step": step, "epoch": sampler.epoch,
-                                                  "idx": [i for mb in micro_batches for i in mb]}) + "\n")
+                    samples_log.write(
+                        json.dumps(
+                            {
+                                "step": step,
+                                "epoch": sampler.epoch,
+                                "idx": [i for mb in micro_batches for i in mb],
+                            }
+                        )
+                        + "\n"
+                    )
                     samples_log.flush()
                 if rank == 0 and cfg.log_every and step % cfg.log_every == 0:
-                    log.info("step %d epoch %d loss %.4f %.0f samples/s", step, epoch, stats.loss, n * world / step_s)
+                    log.info(
+                        "step %d epoch %d loss %.4f %.0f samples/s",
+                        step,
+                        epoch,
+                        stats.loss,
+                        n * world / step_s,
+                    )
                 if stop_box[0]:
                     stopped = "sigterm"
                 elif cfg.max_steps and step >= cfg.max_steps:
@@ -200,9 +267,17 @@ def _train(cfg: TrainConfig, info: DistInfo) -> dict[str, Any]:
                     break
     if last_saved != step:
         save(step)
-    summary = {"step": step, "epoch": epoch, "eval_loss": eval_loss(model, data, info.device),
-               "param_digest": param_digest(model), "resumed_from": resumed_from, "stopped": stopped,
-               "rank": rank, "world_size": world, "dataset": data.meta.to_dict()}
+    summary = {
+        "step": step,
+        "epoch": epoch,
+        "eval_loss": eval_loss(model, data, info.device),
+        "param_digest": param_digest(model),
+        "resumed_from": resumed_from,
+        "stopped": stopped,
+        "rank": rank,
+        "world_size": world,
+        "dataset": data.meta.to_dict(),
+    }
     metrics.event("end", **{k: v for k, v in summary.items() if k != "rank"}, time=time.time())
     metrics.close()
     if samples_log is not None:

@@ -1,0 +1,118 @@
+"""Fast checks of the pipeline's pieces on the fixture course: config validation, source regions, rubric
+agreement (both ways), mutant headers, release stubs, and the exercise-level mutant checker."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.config import CourseConfig
+from autograder.grade import failure_reason, write_csv
+from autograder.mutants import Mutant, check_lab_mutants, find_mutants, parse_mutant
+from autograder.rubrics import load_rubric, rubric_problems
+from autograder.source import graded_cells, hidden_lines, public_lines, read_source, solution_cells, solution_lines
+
+from .conftest import FIXTURE
+
+SRC = FIXTURE / "solutions" / "fixlab" / "fixlab.py"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"workers": 0}, "workers must be a positive integer, got 0"),
+        ({"cell_timeout": -1}, "cell_timeout must be a positive number of seconds, got -1"),
+        ({"cell_timeout": 100, "notebook_timeout": 50}, r"notebook_timeout \(50\) must be >= cell_timeout \(100\)"),
+    ],
+)
+def test_config_rejects_bad_limits(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        CourseConfig(**kwargs)
+
+
+def test_config_finds_labs_and_env(tmp_path: Path) -> None:
+    cfg = CourseConfig(root=FIXTURE, fast=True, kernel_env=(("X", "1"),))
+    assert cfg.lab_ids() == ["fixlab"]
+    assert cfg.kernel_environ() == {"COURSE_FAST": "1", "X": "1"}
+    assert CourseConfig(root=tmp_path).lab_ids() == []
+
+
+def test_source_regions() -> None:
+    nb = read_source(SRC)
+    assert "total_of_both = a + b" in solution_lines(nb)
+    assert "assert add(-5, 5) == 0, add(-5, 5)" in hidden_lines(nb)
+    assert "assert add(1, 2) == 3, add(1, 2)" in public_lines(nb)
+    assert not solution_lines(nb) & public_lines(nb)
+    assert [c.id for c in nb.cells][:3] == ["cell-000", "cell-001", "cell-002"]
+    assert all(set(c.metadata) <= {"nbgrader"} for c in nb.cells)
+    assert read_source(SRC) == nb  # stable ids: deterministic
+
+
+def test_rubric_agrees_with_fixture_and_reports_both_ways() -> None:
+    nb = read_source(SRC)
+    rubric = load_rubric(FIXTURE / "autograder" / "rubric" / "fixlab.yaml")
+    assert rubric_problems(rubric, graded_cells(nb), set(solution_cells(nb))) == []
+    cells = graded_cells(nb)
+    cells["square_tests"] = {**cells["square_tests"], "points": 25}
+    cells["bonus_tests"] = {"points": 5, "kind": "auto", "cell_type": "code"}
+    del cells["add_tests"]
+    problems = "\n".join(rubric_problems(rubric, cells, set(solution_cells(nb)) | {"extra_solution"}))
+    assert "square_tests: rubric says 30.0 points, notebook metadata says 25" in problems
+    assert "notebook graded cell 'bonus_tests'" in problems
+    assert "rubric cell 'add_tests' is not a graded cell" in problems
+    assert "'extra_solution' belongs to no rubric exercise" in problems
+    bad = dataclasses.replace(rubric, total=90)
+    assert "rubric total is 90" in "\n".join(rubric_problems(bad, graded_cells(nb), set(solution_cells(nb))))
+
+
+def test_mutant_header_parsing(tmp_path: Path) -> None:
+    m = find_mutants(CourseConfig(root=FIXTURE), "fixlab")[0]
+    assert (m.name, m.exercise, m.replaces) == ("square_plus", "square", "square_solution")
+    assert m.source.startswith("def square(x):") and not m.is_file_mutant
+    p = tmp_path / "bad.py"
+    p.write_text("# mutant: bad\n# exercise: square\ndef f(): pass\n")
+    with pytest.raises(ValueError, match=r"lacks \['replaces', 'why'\]"):
+        parse_mutant(p, "fixlab")
+
+
+def test_failure_reasons() -> None:
+    assert "kernel died" in failure_reason("... nbclient.exceptions.DeadKernelError: Kernel died\n")
+    assert "exists multiple times" in failure_reason("[WARNING] Cell with id 'x' exists multiple times!\n")
+    assert failure_reason("") == "nbgrader failed without a message"
+
+
+def test_csv_merge_replaces_rows_and_keeps_others(tmp_path: Path) -> None:
+    out = tmp_path / "g.csv"
+    row = {"student": "a", "lab": "l", "score": 1, "max_score": 2, "ex": 1, "needs_manual": 0, "status": "ok",
+           "reason": "", "seconds": 1}
+    write_csv([row, {**row, "student": "b"}], out)
+    df = write_csv([{**row, "score": 2}], out)
+    assert list(df["student"]) == ["a", "b"] and list(df["score"]) == [2, 1]
+
+
+@pytest.mark.slow
+def test_mutant_checker_catches_weak_tests_collateral_damage_and_dead_kernels(fixlab_course) -> None:  # noqa: ANN001
+    cfg = fixlab_course
+    good = find_mutants(cfg, "fixlab")[0]
+    base = {"lab": "fixlab", "why": "test", "path": Path("x.py")}
+    harmless = Mutant(name="harmless", exercise="square", replaces="square_solution",
+                      source="def square(x):\n    return x ** 2\n", **base)
+    collateral = Mutant(name="collateral", exercise="add", replaces="add_solution",
+                        source="def add(a, b):\n    return a + b\nsquare = None\n", **base)
+    crash = Mutant(name="crash", exercise="add", replaces="add_solution", source="import os\nos._exit(1)\n", **base)
+    res = check_lab_mutants(cfg, "fixlab", [good, harmless, crash, collateral])
+    assert res["square_plus"] == [], res
+    assert any("square_tests PASSED" in p for p in res["harmless"]), res
+    assert any("square_tests of another exercise FAILED" in p for p in res["collateral"]), res
+    assert res["crash"] == [], res  # add_tests never ran: it counts as failed; the kernel was restarted
+
+
+def test_release_names_each_stub(fixlab_course) -> None:  # noqa: ANN001
+    nb = nbformat.read(fixlab_course.labs / "fixlab" / "fixlab.ipynb", as_version=4)
+    src = "\n".join(c.source for c in nb.cells)
+    assert "raise NotImplementedError(\"fixlab: implement add_solution; hint('fixlab.add') shows a hint\")" in src
+    assert "BEGIN SOLUTION" not in src and "total_of_both" not in src and "add(-5, 5)" not in src
+    assert (fixlab_course.labs / "fixlab" / "hints.yaml").exists()
