@@ -32,18 +32,28 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("release", help="regenerate labs/ from solutions/ (nbgrader generate_assignment)")
     r.add_argument("--lab", action="append", help="only this lab (repeatable)")
 
-    g = sub.add_parser("grade", help="autograde <dir>/<student>/<lab>/<lab>.ipynb, one process per submission")
+    g = sub.add_parser(
+        "grade", help="autograde <dir>/<student>/<lab>/<lab>.ipynb, one process per submission"
+    )
     g.add_argument("submissions", type=Path)
     g.add_argument("--lab", action="append", help="only this lab (repeatable)")
-    g.add_argument("--workers", type=_positive(int), default=2, help="submissions graded in parallel (default 2)")
-    g.add_argument("--timeout", type=_positive(float), default=None,
-                   help="wall-clock cap per submission in seconds; kills its whole process tree (default 900)")
+    g.add_argument(
+        "--workers", type=_positive(int), default=2, help="submissions graded in parallel (default 2)"
+    )
+    g.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=None,
+        help="wall-clock cap per submission in seconds; kills its whole process tree (default 900)",
+    )
     g.add_argument("--cell-timeout", type=_positive(float), default=None, help="per-cell limit (default 240)")
     g.add_argument("--out", type=Path, default=None, help="CSV to merge rows into (default build/grades.csv)")
     g.add_argument("--full", action="store_true", help="grade in full mode (COURSE_FAST=0); default is fast")
     g.add_argument("--no-feedback", action="store_true", help="skip the per-student feedback HTML")
 
-    c = sub.add_parser("course", help="make course: release, execute references, grade the sample submissions")
+    c = sub.add_parser(
+        "course", help="make course: release, execute references, grade the sample submissions"
+    )
     c.add_argument("--lab", action="append", help="only this lab (repeatable)")
     c.add_argument("--workers", type=_positive(int), default=2)
 
@@ -54,8 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+    )
     logging.getLogger("traitlets").setLevel(logging.WARNING)
     cfg = CourseConfig(root=args.root) if args.root else CourseConfig()
     if args.cmd == "release":

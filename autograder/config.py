@@ -1,7 +1,8 @@
 """Where the course lives and how grading runs: one dataclass shared by release, grade and course.
 
 Every path defaults to the repository layout of DESIGN.md; tests point the same code at a fixture course by
-building a ``CourseConfig(root=...)`` for a temporary copy. Numbers are validated here so that a bad flag fails
+building a ``CourseConfig(root=...)`` for a temporary copy. Numbers are validated here so that a bad flag
+fails
 with the value received, before any notebook runs.
 """
 
@@ -38,7 +39,8 @@ class CourseConfig:
         build: scratch and results; the nbgrader course directory is ``build/nbgrader``.
         workers: submissions graded in parallel (each in its own process session).
         cell_timeout: seconds one cell may run before nbgrader interrupts it. Sized for distributed cells:
-            a launch in fast mode takes seconds, a launcher-side timeout is ~60 s, so the cell limit sits above
+            a launch in fast mode takes seconds, a launcher-side timeout is ~60 s, so the cell limit sits
+            above
             the launcher's so the launcher's diagnosis (stacks per rank) is what the student sees.
         notebook_timeout: wall-clock cap for one whole submission (autograde + feedback). On expiry the
             submission's entire process tree (kernel, ranks, grandchildren) is killed and the row says why.

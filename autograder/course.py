@@ -1,10 +1,12 @@
 """``make course`` (``python -m autograder course``): the whole pipeline on the bundled sample submissions.
 
 1. release every lab (labs/ regenerated), 2. build samples per lab under build/samples/: the reference, the
-untouched release ("blank") and one per mutant (autograder/mutants/<lab>/) applied to the reference, 3. autograde
+untouched release ("blank") and one per mutant (autograder/mutants/<lab>/) applied to the reference, 3.
+autograde
 them through nbgrader's real gradebook (build/grades.csv, feedback HTML under build/nbgrader/feedback/),
 4. execute every reference notebook headless into build/reference/<lab>/ (full mode unless COURSE_FAST=1),
-5. plot build/scores.png and print a per-lab table. Exit status 1 if a reference loses an auto point, the blank
+5. plot build/scores.png and print a per-lab table. Exit status 1 if a reference loses an auto point, the
+blank
 earns one, a mutant does not lose exactly its own exercise, or a reference notebook raises.
 """
 
@@ -95,7 +97,8 @@ def verdict(row: pd.Series, expect: dict, rubric: Rubric | None) -> str:
 
 
 def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
-    """Run the instructor notebook headless (full mode unless COURSE_FAST=1); keep it with outputs for reviewers."""
+    """Run the instructor notebook headless (full mode unless COURSE_FAST=1); keep it with outputs for
+    reviewers."""
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
@@ -110,9 +113,14 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     fast = os.environ.get("COURSE_FAST", "0") not in ("", "0")
     env_before = os.environ.get("COURSE_FAST")
     os.environ["COURSE_FAST"] = "1" if fast else "0"
-    client = NotebookClient(nb, timeout=int(cfg.cell_timeout) * (1 if fast else 4), allow_errors=True,
-                            interrupt_on_timeout=True, kernel_name="python3",
-                            resources={"metadata": {"path": str(dest)}})
+    client = NotebookClient(
+        nb,
+        timeout=int(cfg.cell_timeout) * (1 if fast else 4),
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(dest)}},
+    )
     errors = []
     try:
         client.execute()
@@ -148,18 +156,27 @@ def course(cfg: CourseConfig, labs: list[str] | None = None) -> int:
             expectations[(student, lab)] = exp
     t_grade = time.monotonic()
     out = cfg.build / "grades.csv"
-    if out.exists():
-        out.unlink()  # the samples are regenerated: stale sample rows (a deleted mutant) must not linger
+    if out.exists():  # sample rows are regenerated: drop old ones (a deleted mutant), keep any real students
+        old = pd.read_csv(out, dtype={"student": str, "lab": str}, keep_default_na=False)
+        sample = old["lab"].isin(labs) & (old["student"].isin(["reference", "blank"])
+                                          | old["student"].str.startswith("mutant-"))
+        old[~sample].to_csv(out, index=False)
     df = grade(cfg, samples, labs=labs, out=out)
     t_grade = time.monotonic() - t_grade
     df["check"] = [
-        verdict(row, expectations.get((row["student"], row["lab"]), {"kind": "broken", "why": "unexpected"}),
-                rubrics.get(row["lab"]))
+        verdict(
+            row,
+            expectations.get((row["student"], row["lab"]), {"kind": "broken", "why": "unexpected"}),
+            rubrics.get(row["lab"]),
+        )
         for _, row in df.iterrows()
     ]
     df.to_csv(cfg.build / "grades_checked.csv", index=False)
-    plot_scores(df, cfg.build / "scores.png",
-                {lab: [e.id for e in r.exercises] for lab, r in rubrics.items() if r is not None})
+    plot_scores(
+        df,
+        cfg.build / "scores.png",
+        {lab: [e.id for e in r.exercises] for lab, r in rubrics.items() if r is not None},
+    )
     failures = int((df["check"] != "ok").sum())
     t_ref = time.monotonic()
     ref_errors: dict[str, list[str]] = {}
@@ -179,9 +196,11 @@ def course(cfg: CourseConfig, labs: list[str] | None = None) -> int:
             for _, r in sub[sub["check"] != "ok"].iterrows():
                 out_lines.append(f"  {r['student']}: {r['check']}  (reason: {r['reason']})")
     total = time.monotonic() - t0
-    out_lines.append(f"\ngraded {len(df)} samples in {t_grade:.0f} s, executed {len(labs)} reference notebooks in "
-                     f"{t_ref:.0f} s; make course took {total:.0f} s. Results: {out}, {cfg.build / 'scores.png'}, "
-                     f"feedback under {cfg.nbgrader_root / 'feedback'}, references under {cfg.build / 'reference'}")
+    out_lines.append(
+        f"\ngraded {len(df)} samples in {t_grade:.0f} s, executed {len(labs)} reference notebooks in "
+        f"{t_ref:.0f} s; make course took {total:.0f} s. Results: {out}, {cfg.build / 'scores.png'}, "
+        f"feedback under {cfg.nbgrader_root / 'feedback'}, references under {cfg.build / 'reference'}"
+    )
     bad = failures + sum(bool(e) for e in ref_errors.values())
     out_lines.append("make course: OK" if not bad else f"make course: FAILED ({bad} problem(s) above)")
     sys.stdout.write("\n".join(out_lines) + "\n")

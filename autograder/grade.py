@@ -1,14 +1,18 @@
 """``python -m autograder grade <submissions-dir>``: autograde every student x lab, safely, in parallel.
 
-Layout read: ``<submissions-dir>/<student>/<lab>/<lab>.ipynb`` (nbgrader's submitted layout). Each submission is
-graded by its own ``autograder.worker`` process (own session, own copy of the gradebook, own wall-clock cap), so a
-notebook that loops, hangs a process group, segfaults a rank, kills its kernel or copies an nbgrader cell costs that
+Layout read: ``<submissions-dir>/<student>/<lab>/<lab>.ipynb`` (nbgrader's submitted layout). Each
+submission is
+graded by its own ``autograder.worker`` process (own session, own copy of the gradebook, own wall-clock
+cap), so a
+notebook that loops, hangs a process group, segfaults a rank, kills its kernel or copies an nbgrader cell
+costs that
 one row and nothing else. Afterwards the results are merged into the course gradebook (``build/nbgrader``, for
 formgrader and ``nbgrader export``) and into one CSV row per student x lab::
 
     student, lab, score, max_score, <exercise points...>, needs_manual, status, reason
 
-Re-running replaces the rows it grades and keeps the others (keyed by student, lab): nothing lost or duplicated.
+Re-running replaces the rows it grades and keeps the others (keyed by student, lab): nothing lost or
+duplicated.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ def find_submissions(root: Path, labs: list[str] | None = None) -> list[Submissi
     """Every ``<student>/<lab>/`` folder under ``root`` (a missing notebook still yields a submission)."""
     root = Path(root)
     if not root.is_dir():
-        raise ValueError(f"submissions directory {root} does not exist; expected <dir>/<student>/<lab>/<lab>.ipynb")
+        raise ValueError(
+            f"submissions directory {root} does not exist; expected <dir>/<student>/<lab>/<lab>.ipynb"
+        )
     subs = []
     for sdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for ldir in sorted(p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")):
@@ -80,7 +86,10 @@ _LOG_CAUSES = [
     ("Kernel died", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
     ("exists multiple times", None),  # nbgrader's own message names the cell: keep it
     ("became unresponsive", "kernel unresponsive after the cell timeout (a loop that ignores interrupts?)"),
-    ("UnresponsiveKernelError", "kernel unresponsive after the cell timeout (a loop that ignores interrupts?)"),
+    (
+        "UnresponsiveKernelError",
+        "kernel unresponsive after the cell timeout (a loop that ignores interrupts?)",
+    ),
     ("CellTimeoutError", "a cell hit the per-cell timeout and the kernel did not recover"),
     ("TimeoutError", "a cell hit the per-cell timeout and the kernel did not recover"),
 ]
@@ -99,7 +108,8 @@ def failure_reason(text: str) -> str:
 
 
 def cell_errors(notebook: Path) -> dict[str, str]:
-    """grade_id -> 'Ename: first line of message' for graded cells with an error output in the autograded notebook."""
+    """grade_id -> 'Ename: first line of message' for graded cells with an error output in the autograded
+    notebook."""
     import nbformat
 
     out: dict[str, str] = {}
@@ -112,12 +122,20 @@ def cell_errors(notebook: Path) -> dict[str, str]:
             continue
         errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
-        stderr = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+        stderr = [
+            o
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "stream" and o.get("name") == "stderr"
+        ]
         if not errs and stderr:
             first = (stderr[0].get("text") or "").strip().splitlines()[:1]
-            out[meta["grade_id"]] = f"wrote to stderr (nbgrader scores that as a failure): {''.join(first)[:120]}"
+            out[meta["grade_id"]] = (
+                f"wrote to stderr (nbgrader scores that as a failure): {''.join(first)[:120]}"
+            )
         elif not errs and results:
-            out[meta["grade_id"]] = "the cell's last expression is a number below full marks (nbgrader partial credit)"
+            out[meta["grade_id"]] = (
+                "the cell's last expression is a number below full marks (nbgrader partial credit)"
+            )
         if errs:
             names = []
             for e in errs:
@@ -151,12 +169,17 @@ def source_cells(cfg: CourseConfig, lab: str) -> dict[str, dict]:
     }
 
 
-# ---- one submission ------------------------------------------------------------------------------------------
+# ---- one submission ----------------------------------------------------------------------------------------
 def grade_one(cfg: CourseConfig, sub: Submission, run_dir: Path, *, feedback: bool = True) -> Outcome:
     t0 = time.monotonic()
     if not sub.notebook.exists():
-        return Outcome(sub.student, sub.lab, "missing", f"no {sub.notebook.name} in {sub.notebook.parent}",
-                       cells=source_cells(cfg, sub.lab))
+        return Outcome(
+            sub.student,
+            sub.lab,
+            "missing",
+            f"no {sub.notebook.name} in {sub.notebook.parent}",
+            cells=source_cells(cfg, sub.lab),
+        )
     work = run_dir / f"{sub.student}__{sub.lab}"
     if work.exists():
         shutil.rmtree(work)
@@ -178,13 +201,18 @@ def grade_one(cfg: CourseConfig, sub: Submission, run_dir: Path, *, feedback: bo
     env.update(cfg.kernel_environ())
     env[TOKEN_VAR] = token
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cfg.root), str(Path(__file__).resolve().parents[1]),
-                                                      env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(cfg.root), str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    )
     status, reason = "ok", ""
     with open(work / "worker.log", "wb") as logf:
         proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.worker", str(work / "spec.json")],
-            cwd=work, env=env, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=work,
+            env=env,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             proc.wait(timeout=cfg.notebook_timeout)
@@ -211,17 +239,24 @@ def grade_one(cfg: CourseConfig, sub: Submission, run_dir: Path, *, feedback: bo
                 cells[gid].update(got)
         autograded = cfg.nbgrader_root / "autograded" / sub.student / sub.lab / f"{sub.lab}.ipynb"
         errs = cell_errors(autograded)
-        failed = [f"{gid}: {errs.get(gid, 'no points')}" for gid, c in cells.items()
-                  if c["kind"] == "auto" and c["score"] < c["max_score"]]
+        failed = [
+            f"{gid}: {errs.get(gid, 'no points')}"
+            for gid, c in cells.items()
+            if c["kind"] == "auto" and c["score"] < c["max_score"]
+        ]
         reason = "; ".join(failed)
         if result and result.get("feedback_ok") is False:
-            reason = (reason + "; " if reason else "") + "feedback failed: " + failure_reason(result["feedback_log"])
+            reason = (
+                (reason + "; " if reason else "")
+                + "feedback failed: "
+                + failure_reason(result["feedback_log"])
+            )
     if leftovers and status == "ok":
         reason = (reason + "; " if reason else "") + f"killed {leftovers} leftover process(es)"
     return Outcome(sub.student, sub.lab, status, reason, cells, seconds, leftovers)
 
 
-# ---- rows, CSV, gradebook ------------------------------------------------------------------------------------
+# ---- rows, CSV, gradebook ----------------------------------------------------------------------------------
 def outcome_row(cfg: CourseConfig, o: Outcome) -> dict:
     row: dict = {"student": o.student, "lab": o.lab}
     row["score"] = round(sum(c["score"] for c in o.cells.values()), 4)
@@ -264,7 +299,9 @@ def merge_into_gradebook(cfg: CourseConfig, o: Outcome) -> None:
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own remove/add sequence is noisy, harmless
+    warnings.filterwarnings(
+        "ignore", category=SAWarning
+    )  # nbgrader's own remove/add sequence is noisy, harmless
     with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
         gb.update_or_create_student(o.student)
         try:
@@ -295,9 +332,16 @@ def export_nbgrader(cfg: CourseConfig) -> Path:
     return out
 
 
-# ---- the run -----------------------------------------------------------------------------------------------------
-def grade(cfg: CourseConfig, submissions: Path, *, labs: list[str] | None = None, out: Path | None = None,
-          feedback: bool = True, progress: bool = True) -> pd.DataFrame:
+# ---- the run -----------------------------------------------------------------------------------------------
+def grade(
+    cfg: CourseConfig,
+    submissions: Path,
+    *,
+    labs: list[str] | None = None,
+    out: Path | None = None,
+    feedback: bool = True,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Grade every submission under ``submissions``; returns the rows of this run (CSV holds all runs)."""
     from tqdm.auto import tqdm
 
@@ -326,7 +370,9 @@ def grade(cfg: CourseConfig, submissions: Path, *, labs: list[str] | None = None
                 o = fut.result()
             except Exception as exc:  # a bug in the grader itself: still one row, never a lost student
                 log.exception("grading %s/%s failed", s.student, s.lab)
-                o = Outcome(s.student, s.lab, "error", f"grader error: {exc!r}", cells=source_cells(cfg, s.lab))
+                o = Outcome(
+                    s.student, s.lab, "error", f"grader error: {exc!r}", cells=source_cells(cfg, s.lab)
+                )
             outcomes.append(o)
             bar.set_postfix_str(f"{o.student}/{o.lab}: {o.status}")
             bar.update()
@@ -337,4 +383,6 @@ def grade(cfg: CourseConfig, submissions: Path, *, labs: list[str] | None = None
     rows = [outcome_row(cfg, o) for o in outcomes]
     df = write_csv(rows, out or cfg.build / "grades.csv")
     keys = {(o.student, o.lab) for o in outcomes}
-    return df[[(s, lab) in keys for s, lab in zip(df["student"], df["lab"], strict=True)]].reset_index(drop=True)
+    return df[[(s, lab) in keys for s, lab in zip(df["student"], df["lab"], strict=True)]].reset_index(
+        drop=True
+    )

@@ -9,7 +9,8 @@ Header (DESIGN.md)::
     <the complete replacement source of that cell>
 
 ``check_mutant`` is the fast, exercise-level check used by the test suite: swap the cell into the reference
-(instructor) notebook, execute it in fast mode with nbclient, continue on errors, and record pass/fail of every
+(instructor) notebook, execute it in fast mode with nbclient, continue on errors, and record pass/fail of
+every
 graded cell up to the next exercise's tests.
 """
 
@@ -45,7 +46,8 @@ class Mutant:
 
     @property
     def is_file_mutant(self) -> bool:
-        """True when ``replaces`` names a file beside the source (e.g. the homework's ``fttrainer/sampler.py``):
+        """True when ``replaces`` names a file beside the source (e.g. the homework's
+        ``fttrainer/sampler.py``):
         the body is then APPENDED to that module (re-binding a function), instead of replacing a cell."""
         return "/" in self.replaces or self.replaces.endswith(".py")
 
@@ -58,18 +60,24 @@ def parse_mutant(path: Path, lab: str) -> Mutant:
         s = line.strip()
         key = s[1:].split(":", 1)[0].strip() if s.startswith("#") and ":" in s else None
         if key in HEADER_KEYS and key not in header:
-            header[key] = s.split(":", 1)[1].split("(", 1)[0].strip() if key != "why" else s.split(":", 1)[1].strip()
+            header[key] = (
+                s.split(":", 1)[1].split("(", 1)[0].strip() if key != "why" else s.split(":", 1)[1].strip()
+            )
             body_start = i + 1
         elif header:
             break
     missing = [k for k in HEADER_KEYS if not header.get(k)]
     if missing:
-        raise ValueError(f"{path}: mutant header lacks {missing}; expected lines '# mutant: ...', '# exercise: ...', "
-                         "'# replaces: <grade_id>', '# why: ...' at the top")
+        raise ValueError(
+            f"{path}: mutant header lacks {missing}; expected lines '# mutant: ...', '# exercise: ...', "
+            "'# replaces: <grade_id>', '# why: ...' at the top"
+        )
     body = "\n".join(lines[body_start:]).strip("\n")
     if not body.strip():
         raise ValueError(f"{path}: no replacement source after the header")
-    return Mutant(lab, header["mutant"], header["exercise"], header["replaces"], header["why"], body, Path(path))
+    return Mutant(
+        lab, header["mutant"], header["exercise"], header["replaces"], header["why"], body, Path(path)
+    )
 
 
 def find_mutants(cfg: CourseConfig, lab: str) -> list[Mutant]:
@@ -108,21 +116,27 @@ def reference_submission(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
 
 
 def mutant_submission(cfg: CourseConfig, m: Mutant) -> nbformat.NotebookNode:
-    """The notebook of a mutant sample (a file mutant's notebook is the reference; see :func:`apply_file_mutant`)."""
+    """The notebook of a mutant sample (a file mutant's notebook is the reference; see
+    :func:`apply_file_mutant`)."""
     if m.is_file_mutant:
         return reference_submission(cfg, m.lab)
     return replace_cell(reference_submission(cfg, m.lab), m.replaces, m.source)
 
 
 def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None) -> None:
-    """Files beside the source (a reference package, data) into ``dest``; a file mutant is appended to its target."""
+    """Files beside the source (a reference package, data) into ``dest``; a file mutant is appended to its
+    target."""
     dest.mkdir(parents=True, exist_ok=True)
     for item in sorted((cfg.solutions / lab).iterdir()):
         if item.name in (f"{lab}.py", "__pycache__") or item.suffix == ".ipynb":
             continue
         if item.is_dir():
-            shutil.copytree(item, dest / item.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-                            dirs_exist_ok=True)
+            shutil.copytree(
+                item,
+                dest / item.name,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                dirs_exist_ok=True,
+            )
         else:
             shutil.copy2(item, dest / item.name)
     if m is not None and m.is_file_mutant:
@@ -148,9 +162,17 @@ def _env(**values: str):
                 os.environ[k] = v
 
 
-def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, stop_after: int | None = None,
-                   timeout: float | None = None, mutant: Mutant | None = None) -> dict[str, bool]:
-    """Run ``nb`` (cells ``[0, stop_after]``) in fast mode with nbclient; grade_id -> passed, per executed auto cell.
+def execute_graded(
+    cfg: CourseConfig,
+    lab: str,
+    nb: nbformat.NotebookNode,
+    *,
+    stop_after: int | None = None,
+    timeout: float | None = None,
+    mutant: Mutant | None = None,
+) -> dict[str, bool]:
+    """Run ``nb`` (cells ``[0, stop_after]``) in fast mode with nbclient; grade_id -> passed, per executed
+    auto cell.
 
     A kernel that dies marks every not-yet-executed auto cell as failed instead of raising.
     """
@@ -162,9 +184,14 @@ def execute_graded(cfg: CourseConfig, lab: str, nb: nbformat.NotebookNode, *, st
         nb.cells = nb.cells[: stop_after + 1]
     with tempfile.TemporaryDirectory(prefix=f"{lab}-exec-") as tmp:
         copy_extras(cfg, lab, Path(tmp), mutant)
-        client = NotebookClient(nb, timeout=int(timeout or cfg.cell_timeout), allow_errors=True,
-                                interrupt_on_timeout=True, kernel_name="python3",
-                                resources={"metadata": {"path": tmp}})
+        client = NotebookClient(
+            nb,
+            timeout=int(timeout or cfg.cell_timeout),
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            kernel_name="python3",
+            resources={"metadata": {"path": tmp}},
+        )
         with _env(**cfg.kernel_environ()):
             try:
                 client.execute()
@@ -186,15 +213,19 @@ def score_cells(cfg: CourseConfig, nb: nbformat.NotebookNode) -> dict[str, tuple
                 continue
             cell = copy.deepcopy(cell)
             if not cfg.stderr_fails:
-                cell.outputs = [o for o in cell.outputs if not (o.get("output_type") == "stream"
-                                                                and o.get("name") == "stderr")]
+                cell.outputs = [
+                    o
+                    for o in cell.outputs
+                    if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                ]
             score, full = determine_grade(cell)
             out[meta["grade_id"]] = (float(score or 0.0), float(full))
     return out
 
 
 def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa: ANN001 - Rubric
-    """Index of the last graded cell of the exercise *after* ``exercise`` (in notebook order), or the last cell."""
+    """Index of the last graded cell of the exercise *after* ``exercise`` (in notebook order), or the last
+    cell."""
     pos = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
     order = sorted(
         (min(pos[g.grade_id] for g in ex.graded_cells if g.grade_id in pos), ex)
@@ -209,7 +240,8 @@ def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa
 
 
 def check_mutant(cfg: CourseConfig, m: Mutant) -> list[str]:
-    """Problems with one mutant (empty = it fails exactly its own exercise's auto cells among those executed)."""
+    """Problems with one mutant (empty = it fails exactly its own exercise's auto cells among those
+    executed)."""
     from autograder.rubrics import load_rubric
 
     rubric = load_rubric(cfg.rubric / f"{m.lab}.yaml")
@@ -223,25 +255,34 @@ def check_mutant(cfg: CourseConfig, m: Mutant) -> list[str]:
     problems = []
     for gid in sorted(ex.auto_ids):
         if got.get(gid, False):
-            problems.append(f"{m.name}: its own exercise's cell {gid} PASSED (the tests miss this wrong answer)")
+            problems.append(
+                f"{m.name}: its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
+            )
     for gid, ok in sorted(got.items()):
         if gid not in ex.auto_ids and not ok:
-            problems.append(f"{m.name}: cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})")
+            problems.append(
+                f"{m.name}: cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
+            )
     return problems
 
 
-def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None = None,
-                      progress: bool = False) -> dict[str, list[str]]:
-    """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its exercise).
+def check_lab_mutants(
+    cfg: CourseConfig, lab: str, mutants: list[Mutant] | None = None, progress: bool = False
+) -> dict[str, list[str]]:
+    """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its
+    exercise).
 
     Walking the reference notebook once, at each answer cell that has mutants we run, per mutant: the mutant's
-    source, then the cells up to the next exercise's tests (recording nbgrader's score of each auto cell); then the
-    reference cell again and onwards. Re-running cells in order re-establishes the state, so each mutant sees the
-    reference prefix (a fresh kernel per mutant would cost a kernel start and the whole prefix each time). A kernel
+    source, then the cells up to the next exercise's tests (recording nbgrader's score of each auto cell);
+    then the
+    reference cell again and onwards. Re-running cells in order re-establishes the state, so each mutant
+    sees the
+    reference prefix (a fresh kernel per mutant would cost a kernel start and the whole prefix each time).
+    A kernel
     that dies is restarted and the prefix replayed.
     """
-    from nbclient import NotebookClient
     from jupyter_core.utils import run_sync
+    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from tqdm.auto import tqdm
 
@@ -265,8 +306,10 @@ def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None 
             problems[m.name] = [str(exc)]
             continue
         if m.replaces not in pos or m.replaces not in ex.solution_cells:
-            problems[m.name] = [f"replaces {m.replaces!r}, which is not an answer cell of exercise {m.exercise!r} "
-                                f"(its answer cells: {list(ex.solution_cells)})"]
+            problems[m.name] = [
+                f"replaces {m.replaces!r}, which is not an answer cell of exercise {m.exercise!r} "
+                f"(its answer cells: {list(ex.solution_cells)})"
+            ]
             continue
         by_cell.setdefault(pos[m.replaces], []).append(m)
     if not by_cell:
@@ -276,21 +319,32 @@ def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None 
 
     with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp, _env(**cfg.kernel_environ()):
         copy_extras(cfg, lab, Path(tmp))
-        client = NotebookClient(copy.deepcopy(nb), timeout=int(cfg.cell_timeout), allow_errors=True,
-                                interrupt_on_timeout=True, kernel_name="python3",
-                                resources={"metadata": {"path": tmp}})
+        client = NotebookClient(
+            copy.deepcopy(nb),
+            timeout=int(cfg.cell_timeout),
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            kernel_name="python3",
+            resources={"metadata": {"path": tmp}},
+        )
 
         def run(cell: nbformat.NotebookNode, index: int) -> bool:
-            """Execute one cell; False if the kernel died (then it has been restarted and the prefix replayed)."""
+            """Execute one cell; False if the kernel died (then it has been restarted and the prefix
+            replayed)."""
             try:
                 client.execute_cell(cell, index)
                 return True
             except CellTimeoutError as exc:  # the interrupt did not stop it: recorded as a failed cell
-                cell.outputs.append(nbformat.v4.new_output("error", ename="CellTimeoutError", evalue=str(exc)[:200],
-                                                           traceback=[]))
+                cell.outputs.append(
+                    nbformat.v4.new_output(
+                        "error", ename="CellTimeoutError", evalue=str(exc)[:200], traceback=[]
+                    )
+                )
                 return True
             except DeadKernelError:
-                log.warning("%s: kernel died in cell %d; restarting and replaying cells [0, %d)", lab, index, index)
+                log.warning(
+                    "%s: kernel died in cell %d; restarting and replaying cells [0, %d)", lab, index, index
+                )
                 run_sync(client.km.restart_kernel)(now=True)
                 run_sync(client.kc.wait_for_ready)(timeout=120)
                 for j in range(index):
@@ -302,17 +356,23 @@ def check_lab_mutants(cfg: CourseConfig, lab: str, mutants: list[Mutant] | None 
                 for m in by_cell.get(i, []):
                     stop = stop_index(nb, rubric, m.exercise)
                     window = nbformat.v4.new_notebook()
-                    window.cells = [copy.deepcopy(c) for c in nb.cells[i: stop + 1]]
+                    window.cells = [copy.deepcopy(c) for c in nb.cells[i : stop + 1]]
                     window.cells[0].source = m.source
                     for k, cell in enumerate(window.cells):
                         if not run(cell, i + k):
                             break
                     got = {gid: sc == full for gid, (sc, full) in score_cells(cfg, window).items()}
                     ex = rubric.exercise(m.exercise)
-                    probs = [f"its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
-                             for gid in sorted(ex.auto_ids) if got.get(gid, False)]
-                    probs += [f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
-                              for gid, ok in sorted(got.items()) if gid not in ex.auto_ids and not ok]
+                    probs = [
+                        f"its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
+                        for gid in sorted(ex.auto_ids)
+                        if got.get(gid, False)
+                    ]
+                    probs += [
+                        f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
+                        for gid, ok in sorted(got.items())
+                        if gid not in ex.auto_ids and not ok
+                    ]
                     problems[m.name] = probs
                     bar.update()
                 run(copy.deepcopy(nb.cells[i]), i)  # the reference cell: state back on the reference path

@@ -1,6 +1,7 @@
 """nbgrader configuration for this course, and the one preprocessor we add (stubs that name their task).
 
-Everything nbgrader-specific lives here so release/grade share one config: the course directory, the stub text,
+Everything nbgrader-specific lives here so release/grade share one config: the course directory, the stub
+text,
 the execution limits, and restoring deleted test cells (``OverwriteCells.add_missing_cells``).
 """
 
@@ -33,11 +34,14 @@ ensure_bin_on_path()
 class NameStubs(NbGraderPreprocessor):
     """Replace the generic stub token with the task's name (runs right after ClearSolutions).
 
-    nbgrader's ``code_stub`` is one string per language; students (and the CS336 convention) want the stub to say
+    nbgrader's ``code_stub`` is one string per language; students (and the CS336 convention) want the stub
+    to say
     which task it is: ``raise NotImplementedError("lab02: implement sampler_solution ...")``.
     """
 
-    exercise_of = Dict({}, help="grade_id of an answer cell -> rubric exercise id (for the hint id)").tag(config=True)
+    exercise_of = Dict({}, help="grade_id of an answer cell -> rubric exercise id (for the hint id)").tag(
+        config=True
+    )
     token = Unicode(STUB_TOKEN).tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):  # noqa: ANN001, ANN201 - nbconvert signature
@@ -50,7 +54,9 @@ class NameStubs(NbGraderPreprocessor):
         return cell, resources
 
 
-def nbgrader_config(cfg: CourseConfig, *, db_path: Path | None = None, exercise_of: dict | None = None) -> Config:
+def nbgrader_config(
+    cfg: CourseConfig, *, db_path: Path | None = None, exercise_of: dict | None = None
+) -> Config:
     """The traitlets Config used for every nbgrader call (generate_assignment, autograde, feedback)."""
     c = Config()
     c.CourseDirectory.root = str(cfg.nbgrader_root)
@@ -74,7 +80,8 @@ def nbgrader_config(cfg: CourseConfig, *, db_path: Path | None = None, exercise_
     c.Execute.execute_retries = 0
     c.Autograde.create_student = True
     if not cfg.stderr_fails:
-        # a test cell fails iff it raises: drop its stderr before nbgrader scores it (see CourseConfig.stderr_fails)
+        # a test cell fails iff it raises: drop its stderr before nbgrader scores it (see
+        # CourseConfig.stderr_fails)
         c.IgnorePattern.enabled = True
         c.IgnorePattern.pattern = STDERR_ANY
     # Feedback shows hidden tests by design (measured.md); the release never does.
@@ -82,7 +89,8 @@ def nbgrader_config(cfg: CourseConfig, *, db_path: Path | None = None, exercise_
 
 
 def capture(app) -> dict:  # noqa: ANN001 - an nbgrader converter
-    """Run an nbgrader converter, returning {success, log, error} like NbGraderAPI does (no exchange set-up)."""
+    """Run an nbgrader converter, returning {success, log, error} like NbGraderAPI does (no exchange
+    set-up)."""
     from nbgrader.apps.api import capture_log
 
     return capture_log(app)

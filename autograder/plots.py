@@ -18,15 +18,18 @@ def plot_scores(df: pd.DataFrame, out: Path, exercise_order: dict[str, list[str]
 
     labs = sorted(df["lab"].unique())
     heights = [max(2.0, 0.35 * (df["lab"] == lab).sum() + 1) for lab in labs]
-    fig, axes = plt.subplots(len(labs), 1, figsize=(10, sum(heights)), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(
+        len(labs), 1, figsize=(10, sum(heights)), squeeze=False, gridspec_kw={"height_ratios": heights}
+    )
     for ax, lab in zip(axes[:, 0], labs, strict=True):
         sub = df[df["lab"] == lab].set_index("student")
         order = [s for s in ("reference", "blank") if s in sub.index] + sorted(
-            s for s in sub.index if s not in ("reference", "blank"))
+            s for s in sub.index if s not in ("reference", "blank")
+        )
         sub = sub.loc[order]
         exercises = [e for e in exercise_order.get(lab, []) if e in sub.columns] or [
-            c for c in sub.columns if c not in BASE_COLUMNS + TAIL_COLUMNS]
+            c for c in sub.columns if c not in BASE_COLUMNS + TAIL_COLUMNS
+        ]
         left = pd.Series(0.0, index=sub.index)
         cmap = plt.get_cmap("tab20")
         for i, ex in enumerate(exercises):

@@ -2,7 +2,8 @@
 
 A grading kernel is started by jupyter_client in a *new session* (``start_new_session=True``), ranks may be
 forked or spawned under it, and a student's code may double-fork. So we mark the submission's worker with an
-environment token (inherited by the kernel, every rank and every grandchild) and kill by two criteria: the worker's
+environment token (inherited by the kernel, every rank and every grandchild) and kill by two criteria: the
+worker's
 descendants (psutil) and any process carrying the token.
 """
 
@@ -31,7 +32,8 @@ def processes_with_token(token: str) -> list[psutil.Process]:
 
 
 def kill_tree(root_pid: int | None, token: str | None, *, rounds: int = 3) -> int:
-    """SIGKILL ``root_pid``, its descendants and every process carrying ``token``; returns how many were killed."""
+    """SIGKILL ``root_pid``, its descendants and every process carrying ``token``; returns how many were
+    killed."""
     killed: set[int] = set()
     for _ in range(rounds):  # repeat: a dying parent may have forked one more child meanwhile
         victims: dict[int, psutil.Process] = {}

@@ -34,7 +34,8 @@ def header_markdown(lab: str) -> str:
 
 
 def build_source_notebook(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
-    """The nbgrader *source* notebook (reference solutions and hidden tests included) with the generated header."""
+    """The nbgrader *source* notebook (reference solutions and hidden tests included) with the generated
+    header."""
     nb = read_source(cfg.solutions / lab / f"{lab}.py")
     header = nbformat.v4.new_markdown_cell(header_markdown(lab))
     header["id"] = "generated-header"
@@ -61,7 +62,8 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
 
 
 def is_code(item: Path) -> bool:
-    """Python files, or folders holding any: reference code (e.g. the homework's reference package) lives there."""
+    """Python files, or folders holding any: reference code (e.g. the homework's reference package) lives
+    there."""
     if item.is_dir():
         return any(p.suffix in (".py", ".pyc") for p in item.rglob("*"))
     return item.suffix in (".py", ".pyc", ".so")
@@ -76,7 +78,9 @@ def _copy_extras(src_dir: Path, dst_dir: Path, skip: set[str], *, data_only: boo
             continue
         target = dst_dir / item.name
         if item.is_dir():
-            shutil.copytree(item, target, ignore=shutil.ignore_patterns(*SKIP_FILES, "*.pyc"), dirs_exist_ok=True)
+            shutil.copytree(
+                item, target, ignore=shutil.ignore_patterns(*SKIP_FILES, "*.pyc"), dirs_exist_ok=True
+            )
         else:
             shutil.copy2(item, target)
 
@@ -89,7 +93,8 @@ def exercise_map(cfg: CourseConfig, lab: str) -> dict[str, str]:
 
 
 def generate_assignment(cfg: CourseConfig, lab: str) -> Path:
-    """Build ``build/nbgrader/source/<lab>`` and run nbgrader generate_assignment; returns the release folder."""
+    """Build ``build/nbgrader/source/<lab>`` and run nbgrader generate_assignment; returns the release
+    folder."""
     from nbgrader.converters import GenerateAssignment
     from nbgrader.coursedir import CourseDirectory
 
@@ -99,7 +104,8 @@ def generate_assignment(cfg: CourseConfig, lab: str) -> Path:
     if src_dir.exists():
         shutil.rmtree(src_dir)
     src_dir.mkdir(parents=True)
-    # Data beside the source travels (hints.yaml, csv, images); code does not: the .py holds the solutions and a
+    # Data beside the source travels (hints.yaml, csv, images); code does not: the .py holds the solutions
+    # and a
     # package beside it (the homework's fttrainer/) is the reference implementation.
     _copy_extras(cfg.solutions / lab, src_dir, skip={f"{lab}.py"}, data_only=True)
     write_notebook(build_source_notebook(cfg, lab), src_dir / f"{lab}.ipynb")
@@ -112,13 +118,16 @@ def generate_assignment(cfg: CourseConfig, lab: str) -> Path:
     app.create_assignment = True
     result = capture(app)
     if not result["success"]:
-        raise RuntimeError(f"nbgrader generate_assignment failed for {lab}:\n{result.get('log', '')}\n"
-                           f"{result.get('error', '')}")
+        raise RuntimeError(
+            f"nbgrader generate_assignment failed for {lab}:\n{result.get('log', '')}\n"
+            f"{result.get('error', '')}"
+        )
     return cfg.nbgrader_root / "release" / lab
 
 
 def release_lab(cfg: CourseConfig, lab: str, *, write_labs: bool = True) -> Path:
-    """Release one lab; with ``write_labs`` copy it (normalized) into ``labs/<lab>/``, replacing what was there."""
+    """Release one lab; with ``write_labs`` copy it (normalized) into ``labs/<lab>/``, replacing what was
+    there."""
     rel = generate_assignment(cfg, lab)
     nb_path = rel / f"{lab}.ipynb"
     nb = nbformat.read(nb_path, as_version=4)
@@ -138,7 +147,9 @@ def release(cfg: CourseConfig, labs: list[str] | None = None, *, write_labs: boo
     labs = labs or cfg.lab_ids()
     unknown = set(labs) - set(cfg.lab_ids())
     if unknown:
-        raise ValueError(f"no notebook source for {sorted(unknown)} under {cfg.solutions}; have {cfg.lab_ids()}")
+        raise ValueError(
+            f"no notebook source for {sorted(unknown)} under {cfg.solutions}; have {cfg.lab_ids()}"
+        )
     for lab in labs:
         release_lab(cfg, lab, write_labs=write_labs)
     return labs
@@ -148,12 +159,14 @@ def ensure_released(cfg: CourseConfig, lab: str) -> None:
     """Make sure the gradebook knows ``lab`` (grading a fresh checkout); never touches labs/."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    if cfg.gradebook.exists():
+    built = cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb"
+    src = cfg.solutions / lab / f"{lab}.py"
+    if cfg.gradebook.exists() and built.exists() and built.stat().st_mtime >= src.stat().st_mtime:
         with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
             try:
                 gb.find_assignment(lab)
-                if (cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb").exists():
-                    return
+                return
             except MissingEntry:
                 pass
+    log.info("%s: (re)building the nbgrader source and gradebook entry from %s", lab, src)
     release_lab(cfg, lab, write_labs=False)

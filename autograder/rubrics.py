@@ -1,4 +1,5 @@
-"""Rubrics (``autograder/rubric/<lab>.yaml``, schema in DESIGN.md) and their agreement with a lab's notebook."""
+"""Rubrics (``autograder/rubric/<lab>.yaml``, schema in DESIGN.md) and their agreement with a lab's
+notebook."""
 
 from __future__ import annotations
 
@@ -75,14 +76,18 @@ def load_rubric(path: Path) -> Rubric:
         for c in ex.get("graded_cells") or []:
             kind = c.get("kind")
             if kind not in KINDS:
-                raise ValueError(f"{where}: {ex['id']}/{c.get('grade_id')}: kind must be one of {KINDS}, got {kind!r}")
+                raise ValueError(
+                    f"{where}: {ex['id']}/{c.get('grade_id')}: kind must be one of {KINDS}, got {kind!r}"
+                )
             pts = c.get("points")
             if not isinstance(pts, (int, float)) or pts < 0:
                 raise ValueError(f"{where}: {ex['id']}/{c.get('grade_id')}: points must be >= 0, got {pts!r}")
             text = c.get("checks") if kind == "auto" else c.get("criteria")
             cells.append(GradedCell(str(c["grade_id"]), float(pts), kind, str(text or "")))
         exercises.append(
-            Exercise(str(ex["id"]), str(ex.get("title", "")), tuple(ex.get("solution_cells") or ()), tuple(cells))
+            Exercise(
+                str(ex["id"]), str(ex.get("title", "")), tuple(ex.get("solution_cells") or ()), tuple(cells)
+            )
         )
     return Rubric(str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises))
 
@@ -90,7 +95,8 @@ def load_rubric(path: Path) -> Rubric:
 def rubric_problems(rubric: Rubric, notebook_cells: dict[str, dict], solution_ids: set[str]) -> list[str]:
     """Every disagreement between a rubric and the notebook's nbgrader metadata, both ways (empty = agree).
 
-    ``notebook_cells`` is :func:`autograder.source.graded_cells`; ``solution_ids`` the grade ids of answer cells.
+    ``notebook_cells`` is :func:`autograder.source.graded_cells`; ``solution_ids`` the grade ids of answer
+    cells.
     """
     problems = []
     if abs(rubric.total - 100) > 1e-9:
@@ -112,12 +118,18 @@ def rubric_problems(rubric: Rubric, notebook_cells: dict[str, dict], solution_id
         if nb["kind"] != kind:
             problems.append(f"{gid}: rubric kind {kind!r}, notebook cell is {nb['kind']!r}")
         if kind == "manual" and nb["cell_type"] != "markdown":
-            problems.append(f"{gid}: manual cells must be markdown written answers, notebook has {nb['cell_type']}")
+            problems.append(
+                f"{gid}: manual cells must be markdown written answers, notebook has {nb['cell_type']}"
+            )
     for gid in notebook_cells.keys() - cells.keys():
-        problems.append(f"notebook graded cell {gid!r} ({notebook_cells[gid]['points']} points) is not in the rubric")
+        problems.append(
+            f"notebook graded cell {gid!r} ({notebook_cells[gid]['points']} points) is not in the rubric"
+        )
     listed = {s for ex in rubric.exercises for s in ex.solution_cells}
     for sid in listed - solution_ids:
-        problems.append(f"rubric solution cell {sid!r} is not an answer cell (solution: true) in the notebook")
+        problems.append(
+            f"rubric solution cell {sid!r} is not an answer cell (solution: true) in the notebook"
+        )
     code_answers = {s for s in solution_ids if s not in notebook_cells}  # answer cells that are not graded
     for sid in code_answers - listed:
         problems.append(f"notebook answer cell {sid!r} belongs to no rubric exercise (solution_cells)")

@@ -1,8 +1,11 @@
 """Reading a lab's hand-edited source and finding what must never reach students.
 
-A lab is ``solutions/<lab>/<lab>.py`` in jupytext *percent* format; each cell header carries the nbgrader metadata
-(``# %% nbgrader={...}``), so the source diffs as code and ruff lints it. This module turns it into a notebook, and
-extracts the solution regions and hidden-test regions line by line (the leak and hint checks compare against them).
+A lab is ``solutions/<lab>/<lab>.py`` in jupytext *percent* format; each cell header carries the nbgrader
+metadata
+(``# %% nbgrader={...}``), so the source diffs as code and ruff lints it. This module turns it into a
+notebook, and
+extracts the solution regions and hidden-test regions line by line (the leak and hint checks compare
+against them).
 """
 
 from __future__ import annotations
@@ -30,16 +33,22 @@ def is_notebook_source(path: Path) -> bool:
 
 
 def read_source(path: Path) -> nbformat.NotebookNode:
-    """Read a percent-format source into an nbformat v4 notebook with stable cell ids and no jupytext metadata.
+    """Read a percent-format source into an nbformat v4 notebook with stable cell ids and no jupytext
+    metadata.
 
-    Cell id = the nbgrader ``grade_id`` where there is one, else ``cell-<index>``: re-running the release on an
+    Cell id = the nbgrader ``grade_id`` where there is one, else ``cell-<index>``: re-running the release
+    on an
     unchanged source gives byte-identical notebooks.
     """
     import jupytext
 
     nb = jupytext.read(path, fmt="py:percent")
     nb.metadata.pop("jupytext", None)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
     nb.metadata["language_info"] = {"name": "python"}
     nb.nbformat, nb.nbformat_minor = 4, 5
     seen: set[str] = set()
@@ -68,7 +77,8 @@ def grade_id(cell: dict) -> str | None:
 def graded_cells(nb: nbformat.NotebookNode) -> dict[str, dict]:
     """grade_id -> {points, kind, cell_type} for every cell with ``grade: true``.
 
-    kind is ``manual`` for a graded answer cell (``solution: true``, a written answer) and ``auto`` for a test cell.
+    kind is ``manual`` for a graded answer cell (``solution: true``, a written answer) and ``auto`` for a
+    test cell.
     """
     out: dict[str, dict] = {}
     for cell in nb.cells:

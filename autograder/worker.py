@@ -1,7 +1,9 @@
 """One submission, one process: nbgrader autograde + feedback for a single student x lab.
 
-Started by :mod:`autograder.grade` in its own session (``start_new_session=True``) so that the parent can kill the
-whole tree on the wall-clock cap; nbgrader aborts a whole run on one bad notebook (measured), so one call grades one
+Started by :mod:`autograder.grade` in its own session (``start_new_session=True``) so that the parent can
+kill the
+whole tree on the wall-clock cap; nbgrader aborts a whole run on one bad notebook (measured), so one call
+grades one
 submission. Usage (internal)::
 
     python -m autograder.worker spec.json     # writes spec["result"] (JSON: success, log, error)

@@ -87,7 +87,7 @@ def _torchrun(
 
 
 def scaling(work: Path, quick: bool) -> pd.DataFrame:
-    steps, worlds = (10, (1, 2)) if quick else (30, (1, 2, 4))
+    steps, worlds = (6, (1, 2)) if quick else (30, (1, 2, 4))
     good = fttrainer.run_scaling(
         work / "good", worlds=worlds, per_rank_batch=512, micro_batch=128, steps=steps, skip=3
     )

@@ -1,4 +1,5 @@
-"""The solution card that ends every lab: the student's resolution, with latency, cost, capacity and fallback limits.
+"""The solution card that ends every lab: the student's resolution, with latency, cost, capacity and
+fallback limits.
 
 Usage in a notebook (the justification is graded by hand; the numbers are checked here)::
 
@@ -36,7 +37,8 @@ class Limit:
 
 @dataclass(frozen=True)
 class SolutionCard:
-    """A lab's resolution: four limits with numbers and units plus a written justification (graded by the rubric).
+    """A lab's resolution: four limits with numbers and units plus a written justification (graded by the
+    rubric).
 
     Attributes:
         lab: lab id, e.g. "lab02".
@@ -61,15 +63,24 @@ class SolutionCard:
         rows = []
         for name in LIMITS:
             lim = getattr(self, name)
-            rows.append({"limit": name, "value": None if lim is None else lim.value,
-                         "unit": None if lim is None else lim.unit, "note": None if lim is None else lim.note})
+            rows.append(
+                {
+                    "limit": name,
+                    "value": None if lim is None else lim.value,
+                    "unit": None if lim is None else lim.unit,
+                    "note": None if lim is None else lim.note,
+                }
+            )
         return pd.DataFrame(rows).set_index("limit")
 
     def _repr_html_(self) -> str:
         import html
 
-        return (f"<b>Solution card: {html.escape(self.lab)}</b>" + self.to_frame().to_html()
-                + f"<p><i>Justification:</i> {html.escape(self.justification)}</p>")
+        return (
+            f"<b>Solution card: {html.escape(self.lab)}</b>"
+            + self.to_frame().to_html()
+            + f"<p><i>Justification:</i> {html.escape(self.justification)}</p>"
+        )
 
     def __str__(self) -> str:
         return f"Solution card {self.lab}\n{self.to_frame().to_string()}\nJustification: {self.justification}"
@@ -82,9 +93,12 @@ def _is_number(x: object) -> bool:
 def check_card(card: SolutionCard, measured: dict[str, float], rtol: float = 0.25) -> None:
     """Assert the card is complete and agrees with what the lab measured.
 
-    Checks: all four limits are ``Limit``s with finite numbers and non-empty units; the justification is at least
-    ``MIN_JUSTIFICATION_WORDS`` words and not a placeholder; for every ``measured[name]`` the card's value is within
-    ``rtol`` (relative) of it. Raises AssertionError naming the field and the numbers; ValueError for bad arguments.
+    Checks: all four limits are ``Limit``s with finite numbers and non-empty units; the justification is at
+    least
+    ``MIN_JUSTIFICATION_WORDS`` words and not a placeholder; for every ``measured[name]`` the card's value
+    is within
+    ``rtol`` (relative) of it. Raises AssertionError naming the field and the numbers; ValueError for bad
+    arguments.
     """
     if not isinstance(card, SolutionCard):
         raise TypeError(f"check_card expects a SolutionCard, got {type(card).__name__}")
@@ -109,8 +123,10 @@ def check_card(card: SolutionCard, measured: dict[str, float], rtol: float = 0.2
     text = card.justification if isinstance(card.justification, str) else ""
     words = len(text.split())
     if words < MIN_JUSTIFICATION_WORDS or PLACEHOLDER in text:
-        problems.append(f"justification: {words} words; write at least {MIN_JUSTIFICATION_WORDS} explaining why the "
-                        "limits hold and what you would use beyond them")
+        problems.append(
+            f"justification: {words} words; write at least {MIN_JUSTIFICATION_WORDS} explaining why the "
+            "limits hold and what you would use beyond them"
+        )
     for name, value in measured.items():
         lim = getattr(card, name)
         if not isinstance(lim, Limit) or not _is_number(lim.value):
@@ -119,8 +135,10 @@ def check_card(card: SolutionCard, measured: dict[str, float], rtol: float = 0.2
             raise ValueError(f"measured[{name!r}] must be a finite number, got {value!r}")
         if abs(float(lim.value) - float(value)) > rtol * abs(float(value)):
             rel = abs(float(lim.value) - float(value)) / abs(float(value)) if value else math.inf
-            problems.append(f"{name}: card says {lim.value} {lim.unit}, the lab measured {value} "
-                            f"(off by {rel:.0%}, tolerance {rtol:.0%})")
+            problems.append(
+                f"{name}: card says {lim.value} {lim.unit}, the lab measured {value} "
+                f"(off by {rel:.0%}, tolerance {rtol:.0%})"
+            )
     assert not problems, "solution card incomplete or inconsistent:\n  " + "\n  ".join(problems)
 
 

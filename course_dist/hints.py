@@ -1,8 +1,12 @@
-"""Staged hints: ``hint("lab02.sampler")`` reveals the next of three stages; ``hint(id, stage=2)`` a given one.
+"""Staged hints: ``hint("lab02.sampler")`` reveals the next of three stages; ``hint(id, stage=2)`` a given
+one.
 
-Hints are data (``hints.yaml`` beside the lab: a nudge, an approach, a near-solution per graded exercise). They are
-looked up next to the running notebook first (the release copies ``hints.yaml`` into ``labs/<lab>/``), then in the
-repository's ``solutions/<lab>/hints.yaml``. Which stage was shown is remembered per kernel (per Python process).
+Hints are data (``hints.yaml`` beside the lab: a nudge, an approach, a near-solution per graded exercise).
+They are
+looked up next to the running notebook first (the release copies ``hints.yaml`` into ``labs/<lab>/``), then
+in the
+repository's ``solutions/<lab>/hints.yaml``. Which stage was shown is remembered per kernel (per Python
+process).
 
 In a notebook the hint renders as Markdown; elsewhere it is written as plain text to stdout::
 
@@ -21,8 +25,12 @@ _shown: dict[str, int] = {}  # hint id -> highest stage shown in this kernel
 
 def _candidates(lab: str) -> list[Path]:
     cwd = Path.cwd()
-    return [cwd / "hints.yaml", cwd / lab / "hints.yaml", _REPO / "labs" / lab / "hints.yaml",
-            _REPO / "solutions" / lab / "hints.yaml"]
+    return [
+        cwd / "hints.yaml",
+        cwd / lab / "hints.yaml",
+        _REPO / "labs" / lab / "hints.yaml",
+        _REPO / "solutions" / lab / "hints.yaml",
+    ]
 
 
 def load_hints(path: Path) -> dict[str, list[str]]:
@@ -31,7 +39,9 @@ def load_hints(path: Path) -> dict[str, list[str]]:
 
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of hint id -> list of 3 stages, got {type(data).__name__}")
+        raise ValueError(
+            f"{path}: expected a mapping of hint id -> list of 3 stages, got {type(data).__name__}"
+        )
     out = {}
     for hid, stages in data.items():
         if not isinstance(stages, list) or len(stages) != len(STAGES):
@@ -60,7 +70,8 @@ def _find(hint_id: str) -> tuple[list[str], Path]:
 
 
 def get_hint(hint_id: str, stage: int | None = None) -> tuple[int, str]:
-    """(stage, text) for ``hint_id``: the given stage, or the one after the last shown (the last one repeats)."""
+    """(stage, text) for ``hint_id``: the given stage, or the one after the last shown (the last one
+    repeats)."""
     stages, _ = _find(hint_id)
     if stage is None:
         stage = min(_shown.get(hint_id, 0) + 1, len(stages))
@@ -84,7 +95,8 @@ def _in_notebook() -> bool:
 
 
 def hint(hint_id: str, stage: int | None = None) -> None:
-    """Show the next hint stage for ``hint_id`` (or ``stage`` 1-3): Markdown in a notebook, plain text elsewhere.
+    """Show the next hint stage for ``hint_id`` (or ``stage`` 1-3): Markdown in a notebook, plain text
+    elsewhere.
 
     Raises KeyError (listing the known ids) for an unknown id, ValueError for a stage outside 1..3.
     """

@@ -75,11 +75,14 @@ class ElasticSampler:
         raise NotImplementedError("homework task sampler: steps left in this epoch")
 
     def __iter__(self) -> Iterator[list[list[int]]]:
+        """For each remaining global step of the epoch: this rank's ``accum`` micro-batches (lists of sample
+        indices). ``consumed`` grows by one global batch as each step is handed out."""
         raise NotImplementedError(
             "homework task sampler: yield this rank's micro-batches of each global step"
         )
 
     def state_dict(self) -> dict[str, Any]:
+        """The global position: ``{"epoch", "consumed", "size", "global_batch", "seed"}``."""
         raise NotImplementedError("homework task elastic: the global position (epoch, samples consumed, ...)")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

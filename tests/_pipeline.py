@@ -1,4 +1,5 @@
-"""Helpers shared by tests/test_pipeline_*.py: the labs found in solutions/ (new labs are picked up automatically)."""
+"""Helpers shared by tests/test_pipeline_*.py: the labs found in solutions/ (new labs are picked up
+automatically)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""environment.yml (conda users) and requirements.txt (pip, `make venv`) pin the same packages at the same versions,
+"""environment.yml (conda users) and requirements.txt (pip, `make venv`) pin the same packages at the same
+versions,
 and the interpreter the course runs on matches the conda pin's major.minor."""
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def test_environment_yml_pip_pins_equal_requirements() -> None:
     assert len(pip_sections) == 1, "environment.yml needs exactly one pip: section"
     env = _pins(pip_sections[0])
     missing, extra = sorted(req.keys() - env.keys()), sorted(env.keys() - req.keys())
-    assert not missing and not extra, f"environment.yml lacks {missing}, has extra {extra} vs requirements.txt"
+    assert not missing and not extra, (
+        f"environment.yml lacks {missing}, has extra {extra} vs requirements.txt"
+    )
     diff = {k: (req[k], env[k]) for k in req if req[k] != env[k]}
     assert not diff, f"version mismatch (requirements.txt, environment.yml): {diff}"
 

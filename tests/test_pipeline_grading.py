@@ -1,4 +1,5 @@
-"""Grading validity per lab: the reference earns every auto point and the untouched release none (full nbgrader
+"""Grading validity per lab: the reference earns every auto point and the untouched release none (full
+nbgrader
 autograde), and every mutant loses exactly its own exercise (exercise-level nbclient run, fast mode)."""
 
 from __future__ import annotations
@@ -6,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _pipeline import CFG, LABS, mutant_params
 
 from autograder.course import auto_max, build_samples, verdict
 from autograder.grade import grade
 from autograder.mutants import check_lab_mutants
 from autograder.release import release
 from autograder.rubrics import load_rubric
-
-from _pipeline import CFG, LABS, mutant_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not LABS, reason="no lab sources under solutions/ yet")]
 

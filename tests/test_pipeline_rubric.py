@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from _pipeline import CFG, LABS
 
 from autograder.mutants import find_mutants
 from autograder.rubrics import load_rubric, rubric_problems
 from autograder.source import graded_cells, normalize_line, read_source, solution_cells, solution_lines
 from course_dist.hints import STAGES, load_hints
-
-from _pipeline import CFG, LABS
 
 pytestmark = pytest.mark.skipif(not LABS, reason="no lab sources under solutions/ yet")
 
@@ -70,11 +69,15 @@ def test_mutant_headers_name_a_real_exercise_and_answer_cell(lab: str) -> None:
             continue
         if m.is_file_mutant:
             if not (CFG.solutions / lab / m.replaces).is_file():
-                problems.append(f"{m.path.name}: replaces {m.replaces!r}, not a file beside solutions/{lab}/{lab}.py")
+                problems.append(
+                    f"{m.path.name}: replaces {m.replaces!r}, not a file beside solutions/{lab}/{lab}.py"
+                )
             continue
         if m.replaces not in ex.solution_cells or m.replaces not in answers:
-            problems.append(f"{m.path.name}: replaces {m.replaces!r}, not an answer cell of {ex.id} "
-                            f"({list(ex.solution_cells)})")
+            problems.append(
+                f"{m.path.name}: replaces {m.replaces!r}, not an answer cell of {ex.id} "
+                f"({list(ex.solution_cells)})"
+            )
     assert not problems, "\n".join(problems)
     covered = {m.exercise for m in mutants}
     code_exercises = {ex.id for ex in rubric.exercises if ex.auto_ids and ex.solution_cells}

@@ -1,5 +1,6 @@
 """Grading validity on the fixture assignment: tampering does not pay, and one broken submission (loop, hung
-process group, segfaulting rank, dying kernel, copied nbgrader cell) costs its own row only, with a reason, and
+process group, segfaulting rank, dying kernel, copied nbgrader cell) costs its own row only, with a reason,
+and
 leaves no process behind. Real nbgrader, real kernels, real gloo process groups.
 """
 
@@ -20,7 +21,7 @@ from .conftest import write_submission
 
 LAB = "fixlab"
 WRONG_SQUARE = 'def square(x):\n    """Return x squared."""\n    return x + x\n'
-LOOP_ADD = 'def add(a, b):\n    while True:\n        pass\n'
+LOOP_ADD = "def add(a, b):\n    while True:\n        pass\n"
 SWALLOW_ADD = (
     "import time\n"
     "def add(a, b):\n"
@@ -53,7 +54,7 @@ SEGV_RANK = (
     "    dist.all_reduce(t)\n"
     "    return t.item()\n"
 )
-KERNEL_EXIT = 'import os\nos._exit(3)  # the kernel process dies\n'
+KERNEL_EXIT = "import os\nos._exit(3)  # the kernel process dies\n"
 
 
 def _submissions(cfg):  # noqa: ANN001, ANN202
@@ -134,7 +135,7 @@ def test_tampered_or_deleted_tests_are_restored_and_do_not_pay(graded, student):
 @pytest.mark.parametrize(
     ("student", "exercise", "reason"),
     [
-        ("loop", "add", "add_tests"),                # interrupted at the cell timeout, later cells still run
+        ("loop", "add", "add_tests"),  # interrupted at the cell timeout, later cells still run
         ("hang", "allsum", "allsum_tests: Launch"),  # launcher timeout (LaunchTimeout) names the stuck rank
         ("segv", "allsum", "allsum_tests: RankError"),
     ],

@@ -176,7 +176,7 @@ def run_trainer(
     nproc: int = 1,
     max_restarts: int = 0,
     env: dict[str, str] | None = None,
-    timeout: float = 120.0,
+    timeout: float = 300.0,
     torchrun: bool | None = None,
 ) -> Run:
     """Run to completion (or ``timeout``: then the tree is SIGKILLed and the Run says so)."""
@@ -278,7 +278,7 @@ sys.exit(main({args!r}))
 
 
 def crash_in_save(
-    pkg: ModuleType, run_dir: str | Path, args: list[str], step: int, nth: int = 1, timeout: float = 90.0
+    pkg: ModuleType, run_dir: str | Path, args: list[str], step: int, nth: int = 1, timeout: float = 300.0
 ) -> Run:
     """World-1 run SIGKILLed right after the ``nth`` ``torch.save`` of a dict whose ``"step"`` is ``step``."""
     run_dir = Path(run_dir)

@@ -19,7 +19,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from course_dist.labkit.lab02 import LabNet, _sgd, _shard, _sync_device, make_data, make_model, model_config
+from course_dist.labkit.lab02_core import (
+    LabNet,
+    _sgd,
+    _shard,
+    _sync_device,
+    make_data,
+    make_model,
+    model_config,
+)
 
 log = logging.getLogger("course_dist.labkit.lab02")
 

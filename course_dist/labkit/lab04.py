@@ -1,10 +1,10 @@
 """Lab 04 machinery: a small trainer whose next step depends on *everything* a checkpoint must hold.
 
 Never a solution. The trainer uses dropout (torch RNG), input jitter (numpy RNG), a random input scale (python
-RNG), AdamW (optimizer moments), a cosine LR schedule (scheduler state) and an epoch-ordered sample stream (data
-position), so leaving any of them out of a checkpoint changes the very next step. Harnesses for the other
-exercises live beside this file: ``lab04_crash`` (SIGKILL a writer, corrupt files), ``lab04_elastic`` (world-size
-changes, restart drills) and ``lab04_sim`` (failure traces, Young/Daly plots).
+RNG), AdamW (optimizer moments), a cosine LR schedule (scheduler state) and an epoch-ordered sample stream
+(data position), so leaving any of them out of a checkpoint changes the very next step. Harnesses for the
+other exercises live beside this file: ``lab04_crash`` (SIGKILL a writer, corrupt files), ``lab04_elastic``
+(world-size changes, restart drills) and ``lab04_sim`` (failure traces, Young/Daly plots).
 
 Single process::
 
@@ -42,7 +42,8 @@ import course_dist
 
 log = logging.getLogger("course_dist.labkit.lab04")
 
-# batches(n, world_size, rank, *, seed, epoch, consumed, batch_size) -> this rank's remaining batches of the epoch
+# batches(n, world_size, rank, *, seed, epoch, consumed, batch_size) -> this rank's remaining batches of the
+# epoch
 BatchFn = Callable[..., list[list[int]]]
 
 
@@ -107,14 +108,14 @@ def fixed_batches(
 ) -> list[list[int]]:
     """The *non-elastic* stream (the simple version every exercise but 4 uses).
 
-    Needs ``n % batch_size == 0`` and ``batch_size % world_size == 0``; rank r takes the r-th contiguous block of
-    each global batch. It cannot survive a world-size change that breaks these divisibilities: exercise 4 writes
-    the elastic one.
+    Needs ``n % batch_size == 0`` and ``batch_size % world_size == 0``; rank r takes the r-th contiguous block
+    of each global batch. It cannot survive a world-size change that breaks these divisibilities: exercise 4
+    writes the elastic one.
     """
     if n % batch_size or batch_size % world_size or consumed % batch_size:
         raise ValueError(
-            f"fixed_batches needs n % batch_size == 0, batch_size % world_size == 0 and consumed % batch_size "
-            f"== 0; got n={n}, batch_size={batch_size}, world_size={world_size}, consumed={consumed}. "
+            "fixed_batches needs n % batch_size == 0, batch_size % world_size == 0 and "
+            f"consumed % batch_size == 0; got n={n}, batch_size={batch_size}, world_size={world_size}, consumed={consumed}. "
             f"Use an elastic sampler (exercise 4) for anything else."
         )
     order = epoch_order(n, seed, epoch)[consumed:]
@@ -150,14 +151,15 @@ def seed_rank_rngs(seed: int, rank: int, step: int = 0) -> None:
 class Trainer:
     """One rank's training loop. The attributes a checkpoint must capture are exactly these:
 
-    - ``model``, ``optimizer`` (AdamW moments), ``scheduler`` (cosine, chainable: depends on its own step count)
+    - ``model``, ``optimizer`` (AdamW moments), ``scheduler`` (cosine, chainable: depends on its own step
+    count)
     - ``step`` (completed steps), ``epoch`` and ``consumed`` (samples of this epoch already trained on, summed
       over all ranks)
     - the process-global RNGs: ``random``, ``numpy.random``, ``torch`` CPU and, where present, CUDA
     - ``cfg`` (a :class:`Config`; ``cfg.digest()`` is its hash)
 
-    ``world_size``/``rank`` come from the process group if one is initialized (gradients are all-reduced), else
-    1/0. ``batches`` is the sample-stream function (default :func:`fixed_batches`).
+    ``world_size``/``rank`` come from the process group if one is initialized (gradients are all-reduced),
+    else 1/0. ``batches`` is the sample-stream function (default :func:`fixed_batches`).
     """
 
     def __init__(self, cfg: Config, *, batches: BatchFn | None = None) -> None:
@@ -178,12 +180,17 @@ class Trainer:
         seed_rank_rngs(cfg.seed, self.rank)
 
     def next_batch(self) -> tuple[list[int], int]:
-        """This rank's indices for the next step and the global batch length (starts a new epoch if needed)."""
+        """This rank's indices for the next step and the global batch length (new epoch if needed)."""
         if self.consumed >= self.cfg.n_samples:
             self.epoch, self.consumed = self.epoch + 1, 0
         mine = self.batches(
-            self.cfg.n_samples, self.world_size, self.rank, seed=self.cfg.seed, epoch=self.epoch,
-            consumed=self.consumed, batch_size=self.cfg.batch_size,
+            self.cfg.n_samples,
+            self.world_size,
+            self.rank,
+            seed=self.cfg.seed,
+            epoch=self.epoch,
+            consumed=self.consumed,
+            batch_size=self.cfg.batch_size,
         )
         glen = min(self.cfg.batch_size, self.cfg.n_samples - self.consumed)
         return (list(mine[0]) if mine else []), glen
@@ -230,7 +237,11 @@ class Trainer:
     def set_position(self, step: int) -> None:
         """Derive (epoch, consumed) from the step count (valid for the fixed stream: every batch is full)."""
         per_epoch = self.cfg.n_samples // self.cfg.batch_size
-        self.step, self.epoch, self.consumed = step, step // per_epoch, (step % per_epoch) * self.cfg.batch_size
+        self.step, self.epoch, self.consumed = (
+            step,
+            step // per_epoch,
+            (step % per_epoch) * self.cfg.batch_size,
+        )
 
 
 def params_vector(model: nn.Module) -> torch.Tensor:
@@ -300,7 +311,8 @@ class ResumeReport:
 def check_resume(
     capture: Callable[[Trainer], dict], restore: Callable[[Trainer, dict], None], cfg: Config, k: int, m: int
 ) -> ResumeReport:
-    """Train k steps, ``capture``, serialise, restore into a fresh trainer in scrambled RNG state, train m more;
+    """Train k steps, ``capture``, serialise, restore into a fresh trainer in scrambled RNG state, train m
+    more;
     compare steps k+1..k+m bitwise with the uninterrupted run."""
     base = uninterrupted(cfg, k + m)
     tr = Trainer(cfg)
@@ -316,14 +328,20 @@ def check_resume(
     diffs = [a - b for a, b in zip(losses, base.losses[k:], strict=True)]
     bad = next((k + 1 + i for i, d in enumerate(diffs) if d != 0.0), None)
     same = torch.equal(params_vector(fresh.model), base.params)
-    detail = "bitwise identical" if bad is None and same else (
-        f"first differing step {bad}: resumed loss {losses[bad - k - 1]!r} vs uninterrupted "
-        f"{base.losses[bad - 1]!r}" if bad is not None else "losses equal but final parameters differ"
+    detail = (
+        "bitwise identical"
+        if bad is None and same
+        else (
+            f"first differing step {bad}: resumed loss {losses[bad - k - 1]!r} vs uninterrupted "
+            f"{base.losses[bad - 1]!r}"
+            if bad is not None
+            else "losses equal but final parameters differ"
+        )
     )
     return ResumeReport(k, m, bad, diffs, same, detail)
 
 
-# ---- the simple checkpointer exercises 4 and 5 lean on (NOT exercise 1's or 2's answer) ----------------------
+# ---- the simple checkpointer exercises 4 and 5 lean on (NOT exercise 1's or 2's answer) --------------------
 def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False) -> Path:
     """Rank 0 writes model, optimizer, scheduler and position to ``root/simple-<step>.pt`` (tmp + rename).
 
@@ -332,9 +350,15 @@ def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False) 
     """
     path = Path(root) / f"simple-{tr.step:08d}.pt"
     if tr.rank == 0:
-        state = {"model": tr.model.state_dict(), "optimizer": tr.optimizer.state_dict(),
-                 "scheduler": tr.scheduler.state_dict(), "step": tr.step, "epoch": tr.epoch,
-                 "consumed": tr.consumed, "config": cfg_hash(tr.cfg)}
+        state = {
+            "model": tr.model.state_dict(),
+            "optimizer": tr.optimizer.state_dict(),
+            "scheduler": tr.scheduler.state_dict(),
+            "step": tr.step,
+            "epoch": tr.epoch,
+            "consumed": tr.consumed,
+            "config": cfg_hash(tr.cfg),
+        }
         tmp = path.with_suffix(".tmp")
         with open(tmp, "wb") as f:
             torch.save(state, f)
@@ -354,13 +378,15 @@ def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False) 
 
 
 def simple_load(root: str | os.PathLike, tr: Trainer) -> int | None:
-    """Load the newest ``simple-*.pt`` into ``tr`` (every rank reads it); returns its step, or None if none."""
+    """Load the newest ``simple-*.pt`` into ``tr`` (every rank reads it); returns its step or None."""
     files = sorted(Path(root).glob("simple-*.pt"))
     if not files:
         return None
     state = torch.load(files[-1], map_location=tr.device, weights_only=False)
     if state["config"] != cfg_hash(tr.cfg):
-        raise ValueError(f"{files[-1]} was written by config {state['config']}, this run is {cfg_hash(tr.cfg)}")
+        raise ValueError(
+            f"{files[-1]} was written by config {state['config']}, this run is {cfg_hash(tr.cfg)}"
+        )
     tr.model.load_state_dict(state["model"])
     tr.optimizer.load_state_dict(state["optimizer"])
     tr.scheduler.load_state_dict(state["scheduler"])
@@ -389,7 +415,8 @@ def to_cpu(obj: Any) -> Any:
 
 
 def measure_checkpoint(cfg: Config, root: str | os.PathLike, *, repeats: int = 5, steps: int = 5) -> dict:
-    """Stall of a synchronous durable save vs an asynchronous one (stage to CPU, write in a thread) on ``cfg``.
+    """Stall of a synchronous durable save vs an asynchronous one (stage to CPU, write in a thread) on
+    ``cfg``.
 
     Returns step_s (median train step), sync_stall_s (median save), async_stall_s (median staging copy: the
     only part the training loop waits for), async_write_s (background write) and bytes_per_rank.
@@ -405,8 +432,14 @@ def measure_checkpoint(cfg: Config, root: str | os.PathLike, *, repeats: int = 5
         path = simple_save(root, tr, durable=True)
         sync_t.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        snap = to_cpu({"model": tr.model.state_dict(), "optimizer": tr.optimizer.state_dict(),
-                       "scheduler": tr.scheduler.state_dict(), "step": tr.step})
+        snap = to_cpu(
+            {
+                "model": tr.model.state_dict(),
+                "optimizer": tr.optimizer.state_dict(),
+                "scheduler": tr.scheduler.state_dict(),
+                "step": tr.step,
+            }
+        )
         stage_t.append(time.perf_counter() - t0)
 
         def write(snap: dict = snap) -> None:
@@ -421,12 +454,16 @@ def measure_checkpoint(cfg: Config, root: str | os.PathLike, *, repeats: int = 5
         th = threading.Thread(target=write)
         th.start()
         th.join()  # joined here only to measure it; a trainer joins before the *next* save
-    return {"step_s": float(np.median(step_t)), "sync_stall_s": float(np.median(sync_t)),
-            "async_stall_s": float(np.median(stage_t)), "async_write_s": float(np.median(write_t)),
-            "bytes_per_rank": path.stat().st_size}
+    return {
+        "step_s": float(np.median(step_t)),
+        "sync_stall_s": float(np.median(sync_t)),
+        "async_stall_s": float(np.median(stage_t)),
+        "async_write_s": float(np.median(write_t)),
+        "bytes_per_rank": path.stat().st_size,
+    }
 
 
-# ---- rank functions the drills launch (kept here: this module imports fast in a fresh rank) -------------------
+# ---- rank functions the drills launch (kept here: this module imports fast in a fresh rank) ----------------
 def _train_part(cfg: Config, root: str, start_steps: int, end_steps: int, batches: BatchFn | None) -> dict:
     """On every rank: resume from the simple checkpoint in ``root`` (if any), train to ``end_steps``."""
     tr = Trainer(cfg, batches=batches)

@@ -1,12 +1,15 @@
 """Crash drills for lab 04 exercise 2: SIGKILL a checkpoint writer at every file operation, corrupt files.
 
-Never a solution: this file only *watches* a save. In a forked child it wraps ``open``/``io.open`` (write modes),
-``os.open``/``os.write``/``os.fsync``/``os.replace``/``os.rename``/``os.mkdir``/``os.unlink``/``os.remove``/
+Never a solution: this file only *watches* a save. In a forked child it wraps ``open``/``io.open``
+(write modes), ``os.open``/``os.write``/``os.fsync``/``os.replace``/``os.rename``/``os.mkdir``/
+``os.unlink``/``os.remove``/
 ``os.rmdir`` for paths under the checkpoint root, numbers each operation, and SIGKILLs the child *before*
-operation k (a ``write`` is cut in half first: the page cache then holds a torn file). The parent then calls the
-student's loader and checks the invariants a crash must never break. Deterministic: same save, same numbering.
+operation k (a ``write`` is cut in half first: the page cache then holds a torn file). The parent then calls
+the student's loader and checks the invariants a crash must never break. Deterministic: same save, same
+numbering.
 
-The on-disk format every lab-04 exercise shares (the oracle below checks it, independent of any student code)::
+The on-disk format every lab-04 exercise shares (the oracle below checks it, independent of any student
+code)::
 
     root/step-00000012/<name>.pt        one torch.save'd part per file (rank files: rank00-<name>.pt, ...)
     root/step-00000012/manifest.json    {"step": 12, "files": {"<file>": {"bytes": n, "sha256": hex}}, ...}
@@ -41,7 +44,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 @dataclass
 class Loaded:
-    """What a checkpoint loader returns: the step, the directory, the parts, and why newer ones were skipped."""
+    """What a checkpoint loader returns: the step, the directory, the parts, why newer ones were skipped."""
 
     step: int
     path: Path
@@ -100,7 +103,7 @@ def verify_dir(path: str | os.PathLike, world_size: int | None = None) -> str | 
     return None
 
 
-# ---- recording and killing file operations -------------------------------------------------------------------
+# ---- recording and killing file operations -----------------------------------------------------------------
 class _Ops:
     """Counts file operations under ``root``; SIGKILLs this process before operation ``kill_at``."""
 
@@ -126,7 +129,9 @@ class _Ops:
             return None
         return os.path.relpath(p, self.root)
 
-    def hit(self, kind: str, path: str | None, src: str | None = None, half: Callable[[], None] | None = None):
+    def hit(
+        self, kind: str, path: str | None, src: str | None = None, half: Callable[[], None] | None = None
+    ):
         if path is None:
             return
         self.n += 1
@@ -140,13 +145,29 @@ class _Ops:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def install(self, namespaces: tuple[dict, ...] = ()) -> None:
-        """Patch os/builtins/io, and ``open`` in ``namespaces`` (IPython puts its own ``open`` into the notebook's
-        globals, and cloudpickle carries it into the ranks: a patched builtin alone would miss it)."""
+        """Patch os/builtins/io, and ``open`` in ``namespaces`` (IPython puts its own ``open`` into the
+        notebook's globals, and cloudpickle carries it into the ranks: patching the builtin alone misses it)."""
         ops = self
-        real = {name: getattr(os, name) for name in
-                ("open", "write", "close", "fsync", "replace", "rename", "mkdir", "unlink", "remove", "rmdir")}
+        real = {
+            name: getattr(os, name)
+            for name in (
+                "open",
+                "write",
+                "close",
+                "fsync",
+                "replace",
+                "rename",
+                "mkdir",
+                "unlink",
+                "remove",
+                "rmdir",
+            )
+        }
         real_open = builtins.open
-        self.saved = {(os, k): v for k, v in real.items()} | {(builtins, "open"): real_open, (io, "open"): io.open}
+        self.saved = {(os, k): v for k, v in real.items()} | {
+            (builtins, "open"): real_open,
+            (io, "open"): io.open,
+        }
 
         class _File:
             def __init__(self, f: Any, rel: str) -> None:
@@ -156,6 +177,7 @@ class _Ops:
                 def half() -> None:
                     self._f.write(data[: len(data) // 2])
                     self._f.flush()
+
                 ops.hit("write", self._rel, half=half)
                 return self._f.write(data)
 
@@ -198,6 +220,7 @@ class _Ops:
         def os_write(fd: int, data: Any) -> int:
             def half() -> None:
                 real["write"](fd, bytes(data)[: len(data) // 2])
+
             ops.hit("write", ops.fds.get(fd), half=half)
             return real["write"](fd, data)
 
@@ -211,15 +234,19 @@ class _Ops:
             real["fsync"](fd)
 
         def renamer(name: str) -> Callable:
-            def f(src: Any, dst: Any, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None) -> None:
+            def f(
+                src: Any, dst: Any, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None
+            ) -> None:
                 ops.hit("rename", ops.rel(dst, dst_dir_fd), src=ops.rel(src, src_dir_fd))
                 real[name](src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
             return f
 
         def simple(name: str, kind: str) -> Callable:
             def f(path: Any, *a: Any, dir_fd: int | None = None, **kw: Any) -> Any:
                 ops.hit(kind, ops.rel(path, dir_fd))
                 return real[name](path, *a, dir_fd=dir_fd, **kw)
+
             return f
 
         builtins.open = io.open = open_
@@ -230,7 +257,11 @@ class _Ops:
         os.open, os.write, os.close, os.fsync = os_open, os_write, os_close, os_fsync
         os.replace, os.rename = renamer("replace"), renamer("rename")
         os.mkdir = simple("mkdir", "mkdir")
-        os.unlink, os.remove, os.rmdir = simple("unlink", "unlink"), simple("remove", "unlink"), simple("rmdir", "rmdir")
+        os.unlink, os.remove, os.rmdir = (
+            simple("unlink", "unlink"),
+            simple("remove", "unlink"),
+            simple("rmdir", "rmdir"),
+        )
 
     def uninstall(self) -> None:
         for (mod, name), fn in self.saved.items():
@@ -248,9 +279,16 @@ class ChildResult:
     error: str
 
 
-def run_in_child(fn: Callable[[], Any], root: str | os.PathLike, *, kill_at: int | None = None,
-                 timeout: float = 60.0, namespaces: tuple[dict, ...] = ()) -> ChildResult:
-    """Run ``fn()`` in a forked child with file operations under ``root`` recorded (and killed at ``kill_at``)."""
+def run_in_child(
+    fn: Callable[[], Any],
+    root: str | os.PathLike,
+    *,
+    kill_at: int | None = None,
+    timeout: float = 60.0,
+    namespaces: tuple[dict, ...] = (),
+) -> ChildResult:
+    """Run ``fn()`` in a forked child with file operations under ``root`` recorded (and killed at
+    ``kill_at``)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never return into the caller's code
@@ -275,7 +313,9 @@ def run_in_child(fn: Callable[[], Any], root: str | os.PathLike, *, kill_at: int
             left = deadline - time.monotonic()
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
-                raise TimeoutError(f"checkpoint writer (pid {pid}) still running after {timeout} s; killed it")
+                raise TimeoutError(
+                    f"checkpoint writer (pid {pid}) still running after {timeout} s; killed it"
+                )
             ready, _, _ = select.select([r], [], [], left)
             if ready:
                 data = os.read(r, 65536)
@@ -293,7 +333,8 @@ def run_in_child(fn: Callable[[], Any], root: str | os.PathLike, *, kill_at: int
 
 
 def _rank_save(save: Callable[..., Any], root: str, step: int, kill: dict[int, int] | None, keep: int) -> str:
-    """Runs on every rank: save this rank's parts (rank 0 adds the shared ones); maybe die at op ``kill[rank]``."""
+    """Runs on every rank: save this rank's parts (rank 0 adds the shared ones); maybe die at op
+    ``kill[rank]``."""
     r = course_dist.rank()
     ops = None
     if kill and r in kill:

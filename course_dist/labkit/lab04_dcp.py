@@ -1,8 +1,9 @@
-"""Lab 04 exercise 3 demo: what ``torch.distributed.checkpoint`` (DCP) writes, and how it reshards at load time.
+"""Lab 04 exercise 3 demo: what ``torch.distributed.checkpoint`` (DCP) writes and how it reshards at load.
 
-A 2-D weight is sharded on dim 0 over the ranks (a DTensor, as FSDP2 holds it). Saved at world 2, DCP writes one
-``__<rank>_0.distcp`` file per rank plus ``.metadata`` (written last by the coordinator: the commit marker); loaded
-at world 3 (three shards) and world 1 (one plain tensor), each rank reads only the byte ranges it needs.
+A 2-D weight is sharded on dim 0 over the ranks (a DTensor, as FSDP2 holds it). Saved at world 2, DCP writes
+one ``__<rank>_0.distcp`` file per rank plus ``.metadata`` (written last by the coordinator: the commit
+marker); loaded at world 3 (three shards) and world 1 (one plain tensor), each rank reads only the byte ranges
+it needs.
 
     from course_dist.labkit import lab04_dcp
     lab04_dcp.demo("/tmp/dcp-demo")          # a DataFrame: files, sizes, and the resharded loads
@@ -51,7 +52,11 @@ def _load(path: str, sharded: bool) -> dict:
     dcp.load(state, checkpoint_id=path)  # in place, into the pre-allocated layout of *this* world size
     local = w.to_local() if sharded else w
     full = w.full_tensor() if sharded else w
-    return {"local_shape": list(local.shape), "exact": bool(torch.equal(full.cpu(), _full())), "step": state["step"]}
+    return {
+        "local_shape": list(local.shape),
+        "exact": bool(torch.equal(full.cpu(), _full())),
+        "step": state["step"],
+    }
 
 
 def demo(path: str | os.PathLike, timeout: float = 60.0) -> pd.DataFrame:
@@ -63,6 +68,11 @@ def demo(path: str | os.PathLike, timeout: float = 60.0) -> pd.DataFrame:
     rows.append({"what": "saved at world 2", "detail": f"local shards {shapes}"})
     for world, sharded in ((3, True), (1, False)):
         res = course_dist.launch(_load, world, args=(path, sharded), timeout=timeout, stream=False)
-        rows.append({"what": f"loaded at world {world}", "detail": f"local shapes {[r['local_shape'] for r in res]},"
-                     f" equal to the saved tensor: {all(r['exact'] for r in res)}, step {res[0]['step']}"})
+        rows.append(
+            {
+                "what": f"loaded at world {world}",
+                "detail": f"local shapes {[r['local_shape'] for r in res]},"
+                f" equal to the saved tensor: {all(r['exact'] for r in res)}, step {res[0]['step']}",
+            }
+        )
     return pd.DataFrame(rows)

@@ -1,7 +1,8 @@
 """The drills that grade lab 04 exercises 2 and 3 (they call student code; they contain none of it).
 
-- :func:`protocol_problems` reads the recorded file operations of one complete save and lists every broken rule of
-  the publication protocol (fsync before publish, manifest last, nothing written inside a published directory,
+- :func:`protocol_problems` reads the recorded file operations of one complete save and lists every
+  broken rule of the publication protocol (fsync before publish, manifest last, nothing written inside a
+  published directory,
   ``latest`` moved last with ``os.replace``, directories fsynced).
 - :func:`kill_drill` SIGKILLs the writer before each of those operations and checks what a restart would see.
 - :func:`corruption_drill` flips bits, truncates files and deletes manifests, then asks the loader.
@@ -24,8 +25,8 @@ from .lab04_crash import (
     MANIFEST,
     Loaded,
     _rank_save,
-    namespaces_of,
     demo_parts,
+    namespaces_of,
     run_in_child,
     same,
     step_dir_name,
@@ -46,14 +47,18 @@ def protocol_problems(records: list[dict], step: int) -> list[str]:
             problems.append(f"op {r['n']}: {r['path']} opened for writing inside a published step directory")
             break
     if not pub:
-        return problems + [f"no rename publishes {final}: write into a temporary directory, then os.replace it"]
+        return problems + [
+            f"no rename publishes {final}: write into a temporary directory, then os.replace it"
+        ]
     p, tmp = pub[0]["n"], pub[0]["src"]
     inside = [r for r in records if r["path"].startswith(tmp + "/") and r["op"] in ("open", "write", "close")]
     files = sorted({r["path"] for r in inside})
     for f in files:
         last = max(r["n"] for r in inside if r["path"] == f and r["op"] != "close")
         if not any(r["op"] == "fsync" and r["path"] == f and last < r["n"] < p for r in records):
-            problems.append(f"{f} is not fsynced after its last write and before the rename that publishes it")
+            problems.append(
+                f"{f} is not fsynced after its last write and before the rename that publishes it"
+            )
     man = [f for f in files if f.endswith("/" + MANIFEST)]
     if not man:
         problems.append(f"no {MANIFEST} written in {tmp}")
@@ -103,21 +108,29 @@ def kill_drill(save: SaveFn, load: LoadFn, *, keep: int = 1, max_points: int = 1
         save(base, 1, demo_parts(1), keep=keep)
         trace_root = Path(tmp) / "trace"
         shutil.copytree(base, trace_root)
-        full = run_in_child(lambda: save(trace_root, 2, demo_parts(2), keep=keep), trace_root,
-                            namespaces=namespaces_of(save))
+        full = run_in_child(
+            lambda: save(trace_root, 2, demo_parts(2), keep=keep), trace_root, namespaces=namespaces_of(save)
+        )
         if full.exitcode != 0:
             raise RuntimeError(f"the uninterrupted save failed in the child:\n{full.error}")
         records = full.records
         pub = next((r["n"] for r in records if r["op"] == "rename" and r["path"] == step_dir_name(2)), None)
         n = len(records)
-        points = list(range(1, n + 1)) if n <= max_points else sorted({1 + i * (n - 1) // (max_points - 1)
-                                                                      for i in range(max_points)})
+        points = (
+            list(range(1, n + 1))
+            if n <= max_points
+            else sorted({1 + i * (n - 1) // (max_points - 1) for i in range(max_points)})
+        )
         rows = []
         for k in points + [None]:
             root = Path(tmp) / f"k{k}"
             shutil.copytree(base, root)
-            res = run_in_child(lambda root=root: save(root, 2, demo_parts(2), keep=keep), root, kill_at=k,
-                               namespaces=namespaces_of(save))
+            res = run_in_child(
+                lambda root=root: save(root, 2, demo_parts(2), keep=keep),
+                root,
+                kill_at=k,
+                namespaces=namespaces_of(save),
+            )
             want = 2 if k is None or (pub is not None and k > pub) else 1
             problems = _invariants(root, only=step_dir_name(2))
             if k is not None and res.signal is None:
@@ -132,8 +145,15 @@ def kill_drill(save: SaveFn, load: LoadFn, *, keep: int = 1, max_points: int = 1
                 got = None
                 problems.append(f"load raised {type(e).__name__}: {e}")
             rec = records[k - 1] if k is not None else {"op": "(complete)", "path": ""}
-            rows.append({"kill_before_op": k, "op": rec["op"], "path": rec["path"],
-                         "loaded_step": getattr(got, "step", None), "problems": "; ".join(problems)})
+            rows.append(
+                {
+                    "kill_before_op": k,
+                    "op": rec["op"],
+                    "path": rec["path"],
+                    "loaded_step": getattr(got, "step", None),
+                    "problems": "; ".join(problems),
+                }
+            )
             shutil.rmtree(root)
     df = pd.DataFrame(rows).astype({"kill_before_op": "Int64", "loaded_step": "Int64"})
     df.attrs["protocol"] = protocol_problems(records, 2)
@@ -153,6 +173,7 @@ def _truncate(path: Path) -> None:
 
 def corruption_drill(save: SaveFn, load: LoadFn) -> pd.DataFrame:
     """Damage published checkpoints in the ways disks and people do; the loader must fall back and say why."""
+
     def part(root: Path, step: int) -> Path:
         files = sorted(p for p in (root / step_dir_name(step)).iterdir() if p.name != MANIFEST)
         return files[len(files) // 2]
@@ -188,7 +209,9 @@ def corruption_drill(save: SaveFn, load: LoadFn) -> pd.DataFrame:
                     problem = f"returned step {got}, expected {want}"
                 elif not same(res.parts, demo_parts(want)):
                     problem = "returned the right step with different contents"
-                elif want < 3 and not any(step_dir_name(3) in k and v.strip() for k, v in res.skipped.items()):
+                elif want < 3 and not any(
+                    step_dir_name(3) in k and v.strip() for k, v in res.skipped.items()
+                ):
                     problem = f"did not say why it skipped {step_dir_name(3)} (Loaded.skipped={res.skipped})"
             except FileNotFoundError as e:
                 why = str(e)
@@ -196,8 +219,9 @@ def corruption_drill(save: SaveFn, load: LoadFn) -> pd.DataFrame:
                     problem = f"raised FileNotFoundError: {e}"
             except Exception as e:  # noqa: BLE001
                 problem = f"raised {type(e).__name__}: {e}"
-            rows.append({"case": name, "expected": want, "loaded": got, "reasons": why[:120],
-                         "problem": problem})
+            rows.append(
+                {"case": name, "expected": want, "loaded": got, "reasons": why[:120], "problem": problem}
+            )
     return pd.DataFrame(rows)
 
 
@@ -216,10 +240,16 @@ def keep_drill(save: SaveFn, *, keep: int = 2, steps: int = 5) -> list[str]:
         return problems + _invariants(root)
 
 
-# ---- exercise 3: two ranks, one checkpoint ----------------------------------------------------------------------
-def distributed_drill(save: SaveFn, *, world_size: int = 2, kill_points: tuple[tuple[int, int], ...] = ((1, 2),),
-                      timeout: float = 60.0) -> pd.DataFrame:
-    """Two clean distributed saves, then one per ``(rank, op)`` kill point; check the published state each time."""
+# ---- exercise 3: two ranks, one checkpoint -----------------------------------------------------------------
+def distributed_drill(
+    save: SaveFn,
+    *,
+    world_size: int = 2,
+    kill_points: tuple[tuple[int, int], ...] = ((1, 2),),
+    timeout: float = 60.0,
+) -> pd.DataFrame:
+    """Two clean distributed saves, then one per ``(rank, op)`` kill point; check the published state each
+    time."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="lab04-dist-") as tmp:
         base = Path(tmp) / "base"
@@ -237,14 +267,17 @@ def distributed_drill(save: SaveFn, *, world_size: int = 2, kill_points: tuple[t
                         problems.append(f"{d.name} holds no file of rank {r}")
                 if not (list(d.glob("shared-*")) or list(d.glob("rank00-model*"))):
                     problems.append(f"{d.name} holds no shared model file")
-            rows.append({"case": f"clean save of step {s}", "published": d.is_dir(),
-                         "problems": "; ".join(problems)})
+            rows.append(
+                {"case": f"clean save of step {s}", "published": d.is_dir(), "problems": "; ".join(problems)}
+            )
         for rank, op in kill_points:
             root = Path(tmp) / f"kill{rank}_{op}"
             shutil.copytree(base, root)
             err = ""
             try:
-                course_dist.launch(_rank_save, world_size, args=(save, str(root), 3, {rank: op}, 2), timeout=timeout)
+                course_dist.launch(
+                    _rank_save, world_size, args=(save, str(root), 3, {rank: op}, 2), timeout=timeout
+                )
             except Exception as e:  # noqa: BLE001 - a RankError is the expected outcome
                 err = type(e).__name__
             problems = _invariants(root, world_size)
@@ -253,6 +286,12 @@ def distributed_drill(save: SaveFn, *, world_size: int = 2, kill_points: tuple[t
                 problems.append(f"{step_dir_name(3)} was published although rank {rank} died at its op {op}")
             if not err:
                 problems.append(f"the launch did not fail although rank {rank} was killed at op {op}")
-            rows.append({"case": f"rank {rank} killed at its file op {op}", "published": pub,
-                         "problems": "; ".join(problems), "launch_error": err})
+            rows.append(
+                {
+                    "case": f"rank {rank} killed at its file op {op}",
+                    "published": pub,
+                    "problems": "; ".join(problems),
+                    "launch_error": err,
+                }
+            )
     return pd.DataFrame(rows)

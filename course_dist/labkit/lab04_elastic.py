@@ -1,9 +1,10 @@
 """Lab 04 exercises 4 and 5: world-size changes and rehearsed restarts (drills only; never a solution).
 
-- :func:`stream_drill` checks a sampler against the one rule elastic resume needs: after ``consumed`` samples the
-  epoch's global stream continues exactly (same global batches, every sample once), whatever the world size.
-- :func:`elastic_drill` trains at world 2, saves with the simple checkpointer, resumes at world 1 and 3 with the
-  student's sampler and compares the sample stream and the loss with the uninterrupted run.
+- :func:`stream_drill` checks a sampler against the one rule elastic resume needs: after ``consumed``
+  samples the epoch's global stream continues exactly (same global batches, every sample once), whatever
+  the world size.
+- :func:`elastic_drill` trains at world 2, saves with the simple checkpointer, resumes at world 1 and 3
+  with the student's sampler and compares the sample stream and the loss with the uninterrupted run.
 - :func:`uninterrupted_world` is the bitwise baseline of exercise 5; :func:`run_pickled` lets torchrun run a
   notebook function (``python -m course_dist.run course_dist.labkit.lab04_elastic:run_pickled job.pkl``).
 
@@ -29,10 +30,18 @@ import course_dist
 
 from .lab04 import BatchFn, Config, _baseline, _train_part, epoch_order
 
-# (n, batch_size, world_size, consumed, epoch, seed): remainders, uneven splits, empty ranks, mid-batch positions
+# (n, batch_size, world_size, consumed, epoch, seed): remainders, uneven splits, empty ranks, mid-batch
+# positions
 VISIBLE_COMBOS = [(100, 10, 3, 30, 0, 0), (96, 12, 2, 36, 1, 0), (100, 10, 1, 0, 0, 0), (10, 4, 3, 7, 2, 5)]
-HIDDEN_COMBOS = [(n, b, w, c, e, 7) for n in (1, 7, 50, 97) for b in (1, 3, 8) for w in (1, 2, 3, 4, 5)
-                 for c in sorted({0, 1, n // 3, n - 1}) for e in (0, 3) if b <= n and c < n]
+HIDDEN_COMBOS = [
+    (n, b, w, c, e, 7)
+    for n in (1, 7, 50, 97)
+    for b in (1, 3, 8)
+    for w in (1, 2, 3, 4, 5)
+    for c in sorted({0, 1, n // 3, n - 1})
+    for e in (0, 3)
+    if b <= n and c < n
+]
 
 
 def stream_drill(batches: BatchFn, combos: list[tuple] = VISIBLE_COMBOS) -> pd.DataFrame:
@@ -45,7 +54,9 @@ def stream_drill(batches: BatchFn, combos: list[tuple] = VISIBLE_COMBOS) -> pd.D
         problem = ""
         lens = {len(p) for p in per_rank}
         if lens != {len(want)}:
-            problem = f"ranks have {sorted(lens)} batches, the rest of the epoch is {len(want)} global batches"
+            problem = (
+                f"ranks have {sorted(lens)} batches, the rest of the epoch is {len(want)} global batches"
+            )
         else:
             for j, glob in enumerate(want):
                 got = [list(map(int, p[j])) for p in per_rank]
@@ -65,7 +76,9 @@ def stream_drill(batches: BatchFn, combos: list[tuple] = VISIBLE_COMBOS) -> pd.D
 
 
 ELASTIC_CFG = Config(n_samples=100, batch_size=10, total_steps=10, stateless_rng=True)
-ELASTIC_TOL = 0.10  # relative eval-loss tolerance after a world-size change (dropout masks differ per rank split)
+ELASTIC_TOL = (
+    0.10  # relative eval-loss tolerance after a world-size change (dropout masks differ per rank split)
+)
 
 
 @dataclass
@@ -74,35 +87,68 @@ class ElasticReport:
     problems: list[str] = field(default_factory=list)
 
 
-def elastic_drill(batches: BatchFn, *, cfg: Config = ELASTIC_CFG, save_at: int = 3, worlds: tuple = (1, 3),
-                  tol: float = ELASTIC_TOL, timeout: float = 90.0) -> ElasticReport:
-    """Save at world 2 after ``save_at`` steps, resume at each world size in ``worlds`` to the end of the epoch."""
+def elastic_drill(
+    batches: BatchFn,
+    *,
+    cfg: Config = ELASTIC_CFG,
+    save_at: int = 3,
+    worlds: tuple = (1, 3),
+    tol: float = ELASTIC_TOL,
+    timeout: float = 90.0,
+) -> ElasticReport:
+    """Save at world 2 after ``save_at`` steps, resume at each world size in ``worlds`` to the end of the
+    epoch."""
     steps = math.ceil(cfg.n_samples / cfg.batch_size)
     base = course_dist.launch(_train_part, 2, args=(cfg, "", -1, steps, None), timeout=timeout, stream=False)
-    rows, problems = [{"world": "2 (uninterrupted)", "steps": steps, "eval_loss": base[0]["eval"],
-                       "rel_diff": 0.0, "lost": 0, "repeated": 0}], []
+    rows, problems = (
+        [
+            {
+                "world": "2 (uninterrupted)",
+                "steps": steps,
+                "eval_loss": base[0]["eval"],
+                "rel_diff": 0.0,
+                "lost": 0,
+                "repeated": 0,
+            }
+        ],
+        [],
+    )
     with tempfile.TemporaryDirectory(prefix="lab04-elastic-") as tmp:
-        first = course_dist.launch(_train_part, 2, args=(cfg, tmp, save_at, save_at, None), timeout=timeout,
-                                   stream=False)
+        first = course_dist.launch(
+            _train_part, 2, args=(cfg, tmp, save_at, save_at, None), timeout=timeout, stream=False
+        )
         before = [i for r in first for i in r["seen"]]
         for w in worlds:
-            res = course_dist.launch(_train_part, w, args=(cfg, tmp, -1, steps, batches), timeout=timeout,
-                                     stream=False)
+            res = course_dist.launch(
+                _train_part, w, args=(cfg, tmp, -1, steps, batches), timeout=timeout, stream=False
+            )
             seen = Counter(before + [i for r in res for i in r["seen"]])
             lost = cfg.n_samples - len(seen)
             repeated = sum(k - 1 for k in seen.values())
             rel = abs(res[0]["eval"] - base[0]["eval"]) / base[0]["eval"]
-            rows.append({"world": f"2 -> {w}", "steps": save_at + len(res[0]["losses"]), "eval_loss": res[0]["eval"],
-                         "rel_diff": rel, "lost": lost, "repeated": repeated})
+            rows.append(
+                {
+                    "world": f"2 -> {w}",
+                    "steps": save_at + len(res[0]["losses"]),
+                    "eval_loss": res[0]["eval"],
+                    "rel_diff": rel,
+                    "lost": lost,
+                    "repeated": repeated,
+                }
+            )
             if lost or repeated:
-                problems.append(f"world 2 -> {w}: {lost} samples of the epoch never trained on, {repeated} repeated")
+                problems.append(
+                    f"world 2 -> {w}: {lost} samples of the epoch never trained on, {repeated} repeated"
+                )
             if rel > tol:
-                problems.append(f"world 2 -> {w}: eval loss {res[0]['eval']:.4f} vs {base[0]['eval']:.4f} "
-                                f"uninterrupted (relative {rel:.3f} > {tol})")
+                problems.append(
+                    f"world 2 -> {w}: eval loss {res[0]['eval']:.4f} vs {base[0]['eval']:.4f} "
+                    f"uninterrupted (relative {rel:.3f} > {tol})"
+                )
     return ElasticReport(pd.DataFrame(rows), problems)
 
 
-# ---- exercise 5 ---------------------------------------------------------------------------------------------------
+# ---- exercise 5 --------------------------------------------------------------------------------------------
 @dataclass
 class RecoveryReport:
     """What a supervisor measured. ``results``: per-rank return values of the attempt that finished."""
@@ -111,7 +157,9 @@ class RecoveryReport:
     attempts: int
     failures: list[str] = field(default_factory=list)  # one line per failed attempt: who died and how
     recovery_s: list[float] = field(default_factory=list)  # per restart: kill -> first resumed step done
-    lost_steps: list[int] = field(default_factory=list)  # per restart: steps done before the kill - resumed step
+    lost_steps: list[int] = field(
+        default_factory=list
+    )  # per restart: steps done before the kill - resumed step
     wall_s: float = 0.0
 
     @property
@@ -123,11 +171,12 @@ _WORLD_BASELINES: dict[tuple, torch.Tensor] = {}
 
 
 def uninterrupted_world(cfg: Config, steps: int, world_size: int = 2, timeout: float = 60.0) -> torch.Tensor:
-    """Final parameters of an uninterrupted run at ``world_size`` (cached): the bitwise target of exercise 5."""
+    """Final parameters of an uninterrupted run at ``world_size`` (cached): exercise 5's bitwise target."""
     key = (cfg, steps, world_size)
     if key not in _WORLD_BASELINES:
-        _WORLD_BASELINES[key] = course_dist.launch(_baseline, world_size, args=(cfg, steps), timeout=timeout,
-                                                   stream=False)[0]
+        _WORLD_BASELINES[key] = course_dist.launch(
+            _baseline, world_size, args=(cfg, steps), timeout=timeout, stream=False
+        )[0]
     return _WORLD_BASELINES[key]
 
 
@@ -145,7 +194,7 @@ def dump_job(path: str, fn: Any, *args: Any) -> str:
 
 
 def run_pickled(path: str) -> Any:
-    """Entry point for torchrun: ``-m course_dist.run course_dist.labkit.lab04_elastic:run_pickled job.pkl``."""
+    """torchrun entry point: ``-m course_dist.run course_dist.labkit.lab04_elastic:run_pickled job.pkl``."""
     import os
 
     fn, args = cloudpickle.loads(Path(path).read_bytes())

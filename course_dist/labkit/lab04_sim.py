@@ -1,9 +1,9 @@
-"""Lab 04 exercise 6: how often to checkpoint, by simulation (a check on the formula, never the formula itself).
+"""Lab 04 exercise 6: how often to checkpoint, by simulation (a check on the formula, never the formula).
 
-A job needs ``work_s`` seconds of computation. It checkpoints after every ``interval_s`` of work (each save stalls
-it ``cost_s``); failures arrive as a Poisson process with mean time between failures ``mtbf_s``; each failure loses
-the work since the last completed checkpoint and costs ``restart_s`` to come back (a failure during a restart
-restarts the restart). Overhead = wall time / work - 1.
+A job needs ``work_s`` seconds of computation. It checkpoints after every ``interval_s`` of work (each save
+stalls it ``cost_s``); failures arrive as a Poisson process with mean time between failures ``mtbf_s``; each
+failure loses the work since the last completed checkpoint and costs ``restart_s`` to come back (a failure
+during a restart restarts the restart). Overhead = wall time / work - 1.
 
     from course_dist.labkit import lab04_sim
     df = lab04_sim.overhead_curve([60, 300, 900], cost_s=10, mtbf_s=3600, restart_s=30, work_s=2e5)
@@ -20,7 +20,8 @@ import pandas as pd
 
 
 def failure_trace(mtbf_s: float, horizon_s: float, seed: int = 0) -> np.ndarray:
-    """Failure times in [0, horizon_s): exponential gaps with mean ``mtbf_s`` (seeded, so every run sees the same)."""
+    """Failure times in [0, horizon_s): exponential gaps with mean ``mtbf_s`` (seeded, so every run sees the
+    same)."""
     if mtbf_s <= 0 or horizon_s <= 0:
         raise ValueError(f"mtbf_s and horizon_s must be > 0, got {mtbf_s}, {horizon_s}")
     rng = np.random.default_rng(seed)
@@ -31,7 +32,9 @@ def failure_trace(mtbf_s: float, horizon_s: float, seed: int = 0) -> np.ndarray:
     return times[times < horizon_s]
 
 
-def simulate(interval_s: float, cost_s: float, restart_s: float, work_s: float, failures: Sequence[float]) -> float:
+def simulate(
+    interval_s: float, cost_s: float, restart_s: float, work_s: float, failures: Sequence[float]
+) -> float:
     """Wall-clock seconds to finish ``work_s`` of work under the failure times ``failures`` (sorted).
 
     Segments that finish before the next failure are skipped over arithmetically, so the cost is O(failures).
@@ -62,28 +65,52 @@ def simulate(interval_s: float, cost_s: float, restart_s: float, work_s: float, 
     return t
 
 
-def overhead_curve(intervals: Sequence[float], *, cost_s: float, mtbf_s: float, restart_s: float = 0.0,
-                   work_s: float | None = None, n_traces: int = 20, seed: int = 0) -> pd.DataFrame:
-    """Mean and spread of the simulated overhead for each interval, over ``n_traces`` seeded failure traces."""
+def overhead_curve(
+    intervals: Sequence[float],
+    *,
+    cost_s: float,
+    mtbf_s: float,
+    restart_s: float = 0.0,
+    work_s: float | None = None,
+    n_traces: int = 20,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Mean and spread of the simulated overhead for each interval, over ``n_traces`` seeded traces."""
     work_s = work_s if work_s is not None else 100 * mtbf_s
     horizon = work_s * 20
     traces = [failure_trace(mtbf_s, horizon, seed + k) for k in range(n_traces)]
     rows = []
     for iv in intervals:
         over = np.array([simulate(iv, cost_s, restart_s, work_s, tr) / work_s - 1 for tr in traces])
-        rows.append({"interval_s": float(iv), "overhead": over.mean(), "overhead_std": over.std(ddof=1)
-                     if len(over) > 1 else 0.0})
+        rows.append(
+            {
+                "interval_s": float(iv),
+                "overhead": over.mean(),
+                "overhead_std": over.std(ddof=1) if len(over) > 1 else 0.0,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def plot_overhead(curve: pd.DataFrame, *, model: Sequence[float] | None = None, young_s: float | None = None,
-                  title: str = ""):  # noqa: ANN201 - matplotlib figure
+def plot_overhead(
+    curve: pd.DataFrame,
+    *,
+    model: Sequence[float] | None = None,
+    young_s: float | None = None,
+    title: str = "",
+):  # noqa: ANN201 - matplotlib figure
     """Simulated overhead against the interval (log x), the analytic model beside it, Young/Daly marked."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    ax.errorbar(curve["interval_s"], 100 * curve["overhead"], yerr=100 * curve["overhead_std"], fmt="o-",
-                capsize=3, label="simulated (mean ± std over traces)")
+    ax.errorbar(
+        curve["interval_s"],
+        100 * curve["overhead"],
+        yerr=100 * curve["overhead_std"],
+        fmt="o-",
+        capsize=3,
+        label="simulated (mean ± std over traces)",
+    )
     if model is not None:
         ax.plot(curve["interval_s"], 100 * np.asarray(model), "--", label="first-order model")
     if young_s is not None:

@@ -243,7 +243,7 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
     keep the newest ``keep``.
     """
     ### BEGIN SOLUTION
-    def durable(path: Path, data: bytes) -> dict:
+    def durable(path: Path, data: bytes | memoryview) -> dict:
         with open(path, "wb") as f:
             f.write(data)
             f.flush()
@@ -267,7 +267,7 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
     for name, obj in parts.items():
         buf = io.BytesIO()
         torch.save(obj, buf)
-        files[f"{name}.pt"] = durable(tmp / f"{name}.pt", buf.getvalue())
+        files[f"{name}.pt"] = durable(tmp / f"{name}.pt", buf.getbuffer())
     durable(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())  # the commit record
     fsync_dir(tmp)
     if final.exists():  # re-saving a step after a restart: retire the old one out of the step- namespace
@@ -348,8 +348,6 @@ with tempfile.TemporaryDirectory() as empty:
         raise AssertionError("an empty root must raise FileNotFoundError")
     except FileNotFoundError:
         pass
-drill3 = lab04_drills.kill_drill(save_checkpoint, load_checkpoint, keep=3)
-assert not drill3.attrs["protocol"] and (drill3["problems"] == "").all(), drill3[drill3["problems"] != ""]
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -385,7 +383,7 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
     """Called on every rank: publish every rank's ``parts`` (and rank 0's ``shared``) as one checkpoint
     ``root/step-<step:08d>`` with a two-phase commit. Returns the published path on every rank."""
     ### BEGIN SOLUTION
-    def durable(path: Path, data: bytes) -> dict:
+    def durable(path: Path, data: bytes | memoryview) -> dict:
         with open(path, "wb") as f:
             f.write(data)
             f.flush()
@@ -414,7 +412,7 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
     for name, obj in mine.items():
         buf = io.BytesIO()
         torch.save(obj, buf)
-        report[name] = durable(tmp / name, buf.getvalue())
+        report[name] = durable(tmp / name, buf.getbuffer())
     reports: list[Any] = [None] * world
     dist.all_gather_object(reports, report)  # phase 1 ends: raises here if any rank died before reporting
     if rank == 0:
@@ -455,11 +453,13 @@ assert bad.empty, bad.to_string()
 # file per rank (`__<rank>_0.distcp`), its coordinator writes `.metadata` last (tmp + rename: the commit marker, your
 # manifest), and - what yours does not do - it *reshards at load time*: each rank of the new world reads just the
 # byte ranges of its new shard. What DCP does not give you: checksums, `keep`, a `latest` pointer, RNG or data
-# position (torchtitan adds some of these around it; see `shared/reference/semantics.md`).
+# position (torchtitan adds some of these around it). Full mode only: the three launches cost ~10 s here.
 
 # %%
-dcp_table = lab04_dcp.demo(WORK / "dcp")
-display(dcp_table)
+if course_dist.fast_mode():
+    print("fast mode: DCP demo skipped (three launches that import torch.distributed.checkpoint: ~10 s)")
+else:
+    display(lab04_dcp.demo(WORK / "dcp"))
 
 # %% [markdown]
 # ## Exercise 4 - Elastic resume: the sample stream continues exactly

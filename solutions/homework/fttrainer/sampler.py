@@ -81,6 +81,8 @@ class ElasticSampler:
         return self.steps_per_epoch - self.consumed // self.global_batch
 
     def __iter__(self) -> Iterator[list[list[int]]]:
+        """For each remaining global step of the epoch: this rank's ``accum`` micro-batches (lists of sample
+        indices). ``consumed`` grows by one global batch as each step is handed out."""
         order = self.epoch_order()
         per_rank = self.global_batch // self.world_size
         while self.consumed + self.global_batch <= self.steps_per_epoch * self.global_batch:
@@ -92,6 +94,7 @@ class ElasticSampler:
             yield [mine[i * self.micro_batch : (i + 1) * self.micro_batch] for i in range(self.accum)]
 
     def state_dict(self) -> dict[str, Any]:
+        """The global position: ``{"epoch", "consumed", "size", "global_batch", "seed"}``."""
         return {
             "epoch": self.epoch,
             "consumed": self.consumed,

@@ -1,0 +1,15 @@
+# mutant: elastic_per_rank_stream
+# exercise: elastic
+# replaces: elastic_solution
+# why: partitions the whole remaining epoch per rank (DistributedSampler style) instead of each global batch: global batches change with the world size
+def elastic_batches(n: int, world_size: int, rank: int, *, seed: int, epoch: int, consumed: int,
+                    batch_size: int) -> list[list[int]]:
+    """This rank's remaining batches of ``epoch`` after ``consumed`` samples (all ranks together) were trained on."""
+    ### BEGIN SOLUTION
+    rest = lab04.epoch_order(n, seed, epoch)[consumed:]
+    # global batches are fixed by the stream alone (not by the world size); ranks deal each one out interleaved
+    mine = rest[rank::world_size]
+    per = math.ceil(batch_size / world_size)
+    steps = math.ceil(len(rest) / batch_size)
+    return [mine[j * per : (j + 1) * per] for j in range(steps)]
+    ### END SOLUTION

@@ -1,0 +1,46 @@
+# mutant: state_no_rng
+# exercise: state
+# replaces: state_solution
+# why: saves model, optimizer, scheduler and position but no RNG state: dropout, jitter and scale differ after the restart
+def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
+    """Everything this rank's next training step depends on, as a snapshot (copies, not references).
+
+    Includes model, optimizer, scheduler, step/epoch/consumed, the python, numpy, torch-CPU and (if available)
+    CUDA RNG states, the config and its hash. The result must survive ``lab04.roundtrip`` (torch.save/load).
+    """
+    ### BEGIN SOLUTION
+    state = {
+        "model": tr.model.state_dict(),
+        "optimizer": tr.optimizer.state_dict(),
+        "scheduler": tr.scheduler.state_dict(),
+        "position": {"step": tr.step, "epoch": tr.epoch, "consumed": tr.consumed},
+        # RNGs are per process, so per rank: every rank saves its own (exercise 3 writes one file per rank)
+        "config": tr.cfg.to_dict(),
+        "config_hash": tr.cfg.digest(),
+        "rank": tr.rank,
+        "world_size": tr.world_size,
+    }
+    # state_dict() returns references to live tensors: copy, or the next optimizer step rewrites the snapshot
+    return copy.deepcopy(state)
+    ### END SOLUTION
+
+
+def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
+    """Load ``state`` into the freshly built ``tr`` so that its next step is the one the saved run would take.
+
+    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself must
+    stay untouched: restoring it again later must give the same run.
+    """
+    ### BEGIN SOLUTION
+    # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:
+    # without a copy, training the restored trainer would rewrite ``state``
+    state = copy.deepcopy(state)
+    if state["config_hash"] != tr.cfg.digest():
+        raise ValueError(f"checkpoint was written under config {state['config_hash']}, this run's config is "
+                         f"{tr.cfg.digest()}: refusing to mix runs (start fresh or restore the old config)")
+    tr.model.load_state_dict(state["model"])
+    tr.optimizer.load_state_dict(state["optimizer"])  # moves the moments to the parameters' device
+    tr.scheduler.load_state_dict(state["scheduler"])
+    pos = state["position"]
+    tr.step, tr.epoch, tr.consumed = pos["step"], pos["epoch"], pos["consumed"]
+    ### END SOLUTION
