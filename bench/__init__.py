@@ -1,8 +1,8 @@
-"""Benchmarks: each ``bench/bench_<name>.py`` has ``main(quick=False)`` and writes ``bench/results/<name>.md``.
+"""Benchmarks: each ``bench/bench_<name>.py`` has ``main(quick=False)``; it writes ``results/<name>.md``.
 
-    python -m bench               # every benchmark, full repeats (minutes)
-    python -m bench --quick       # smoke run: tiny repeats, numbers not for quoting
-    python -m bench launch        # only bench_launch.py
+python -m bench               # every benchmark, full repeats (minutes)
+python -m bench --quick       # smoke run: tiny repeats, numbers not for quoting
+python -m bench launch        # only bench_launch.py
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def machine() -> str:
 
     return (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPU cores, "
-        f"load average {os.getloadavg()[0]:.1f}; Python {platform.python_version()}, torch {torch.__version__}, "
+        f"load average {os.getloadavg()[0]:.1f}; Python {platform.python_version()}, "
+        f"torch {torch.__version__}, "
         f"{torch.cuda.device_count()} CUDA device(s)"
     )
 

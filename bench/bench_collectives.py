@@ -4,8 +4,8 @@
 
 Bus bandwidth as nccl-tests defines it: algbw = bytes / time, busbw = algbw * 2 (R - 1) / R for all_reduce
 (what each rank's link must carry in a ring), so numbers compare across world sizes. One intra-op thread per
-rank (on 2 cores, 2 ranks x 2 threads oversubscribe and halve the 1 MB figure). Each timing is rank 0's, after a
-barrier, median over iterations. Writes bench/results/collectives.md.
+rank (on 2 cores, 2 ranks x 2 threads oversubscribe and halve the 1 MB figure). Each timing is rank 0's,
+after a barrier, median over iterations. Writes bench/results/collectives.md.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ import logging
 import math
 import os
 import re
-import statistics
 import sys
 import time
 from contextlib import contextmanager
@@ -33,7 +32,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "solutions" / "lab02" / "lab02.py"
-RESULT = ROOT / "bench" / "results" / "ddp.md"
 log = logging.getLogger("bench.ddp")
 
 
@@ -68,14 +66,11 @@ def reference(names: tuple[str, ...] = ("allreduce_solution", "buckets_solution"
 def _rounds(impls: dict[str, dict[str, Any]], rounds: int, steps: int, batch: int) -> dict[str, float]:
     from course_dist.labkit import lab02
 
-    per: dict[str, list[float]] = {name: [] for name in impls}
-    for _ in range(rounds):
-        df = lab02.measure_ddp(impls, worlds=[2], steps=steps, batch=batch)
-        for row in df.to_dict("records"):
-            if row["error"]:
-                raise RuntimeError(f"{row['impl']}: {row['error']}")
-            per[row["impl"]].append(row["step_s"])
-    return {name: statistics.median(v) for name, v in per.items()}
+    df = lab02.measure_ddp(impls, worlds=[2], steps=steps, batch=batch, rounds=rounds)
+    bad = df[df["error"] != ""]
+    if len(bad):
+        raise RuntimeError(f"benchmark runs failed: {bad.to_dict('records')}")
+    return dict(zip(df["impl"], df["step_s"], strict=True))
 
 
 def main(quick: bool = False) -> dict[str, float]:
@@ -108,14 +103,15 @@ def main(quick: bool = False) -> dict[str, float]:
     res["ring_over_gloo_busbw"] = res["ring_busbw_GBps"] / res["gloo_busbw_GBps"]
     elapsed = time.perf_counter() - t0
     mb = int(bw["bytes"].max()) >> 20
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    from bench import machine, write
     lines = [
         "# Lab 02 - DDP under the hood (bench/bench_ddp.py)",
         "",
         f"{'QUICK smoke run - not a measurement' if quick else 'Full run'}; world 2, gloo, 1 thread per "
         f"rank; lab model {cfg} = {n_params / 1e6:.2f} M trainable parameters, batch {batch} per rank, "
-        f"{steps} timed steps x {rounds} interleaved rounds (median); {elapsed:.0f} s; {stamp}; "
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}.",
+        f"{steps} timed steps x {rounds} interleaved rounds (median); {elapsed:.0f} s.",
+        "",
+        f"Machine: {machine()}.",
         "",
         "| implementation | s / step (world 2) | ratio |",
         "|---|---|---|",
@@ -132,9 +128,8 @@ def main(quick: bool = False) -> dict[str, float]:
         f"({res['ring_over_gloo_busbw']:.2f} of gloo) |",
         "",
     ]
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text("\n".join(lines), encoding="utf-8")
-    log.info("wrote %s: %s", RESULT, res)
+    path = write("ddp", "\n".join(lines))
+    log.info("wrote %s: %s", path, res)
     return res
 
 

@@ -1,11 +1,11 @@
-"""Launch-to-results time of a trivial all_reduce: course_dist.launch vs torch.multiprocessing.spawn vs torchrun.
+"""Launch-to-results time of a trivial all_reduce: course_dist.launch vs mp.spawn vs torchrun.
 
-    python -m bench launch            # full: course_dist 10 warm calls, spawn and torchrun 3 each, world 2 and 4
+    python -m bench launch            # full: 10 warm course_dist calls, 3 spawn/torchrun, world 2 and 4
     python -m bench launch --quick    # smoke run (1-3 repeats)
 
-What is timed, for each tool, is what a user waits for: from the call to having the ranks' results, in a process
-that has already imported torch (a notebook kernel). course_dist runs in a fresh interpreter so its first call
-(which starts the forkserver) is a true first call; its warm calls follow in the same interpreter.
+What is timed, for each tool, is what a user waits for: from the call to having the ranks' results, in a
+process that has already imported torch (a notebook kernel). course_dist runs in a fresh interpreter so its
+first call (which starts the forkserver) is a true first call; its warm calls follow in the same interpreter.
 mp.spawn uses a fresh FileStore per call (no fixed port); torchrun runs ``--standalone`` with a plain env://
 script. Writes bench/results/launch.md.
 """
@@ -72,8 +72,13 @@ def _spawn_worker(rank: int, world: int, init_file: str) -> None:
 def time_course_dist(world: int, warm: int, tmp: Path) -> dict:
     script = tmp / "cd_launch.py"
     script.write_text(COURSE_DIST_SCRIPT)
-    out = subprocess.run([sys.executable, str(script), str(world), str(warm)], capture_output=True, text=True,
-                         timeout=600, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(script), str(world), str(warm)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout
     return json.loads(out.split("JSON", 1)[1])
 
 
@@ -93,7 +98,15 @@ def time_spawn(world: int, repeats: int, tmp: Path) -> list[float]:
 def time_torchrun(world: int, repeats: int, tmp: Path) -> list[float]:
     script = tmp / "torchrun_job.py"
     script.write_text(TORCHRUN_SCRIPT)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(world), str(script)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(world),
+        str(script),
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     times = []
     for _ in range(repeats):
@@ -114,25 +127,35 @@ def main(quick: bool = False) -> str:
             tr = time_torchrun(world, repeats, tmp)
             cd_warm = statistics.median(cd["warm"])
             rows.append((world, cd["first"], cd_warm, statistics.median(sp), statistics.median(tr)))
-            log.info("world %d: course_dist first %.2f s, warm %.3f s; mp.spawn %.2f s; torchrun %.2f s",
-                     world, cd["first"], cd_warm, rows[-1][3], rows[-1][4])
+            log.info(
+                "world %d: course_dist first %.2f s, warm %.3f s; mp.spawn %.2f s; torchrun %.2f s",
+                world,
+                cd["first"],
+                cd_warm,
+                rows[-1][3],
+                rows[-1][4],
+            )
     lines = [
         "# Launch-to-results time of a trivial all_reduce (gloo)",
         "",
         f"Measured {machine()}; `python -m bench launch{' --quick' if quick else ''}` "
         f"({warm} warm course_dist calls, {repeats} spawn/torchrun calls per world size; medians).",
         "",
-        "| world | course_dist first call | course_dist warm (median) | mp.spawn (median) | torchrun (median) "
+        "| world | course_dist first call | course_dist warm (median) | mp.spawn (median) "
+        "| torchrun (median) "
         "| spawn / course_dist warm | torchrun / course_dist warm | spawn / course_dist first |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for world, first, cd_warm, sp, tr in rows:
-        lines.append(f"| {world} | {first:.2f} s | {cd_warm:.3f} s | {sp:.2f} s | {tr:.2f} s | "
-                     f"{sp / cd_warm:.0f}x | {tr / cd_warm:.0f}x | {sp / first:.1f}x |")
+        lines.append(
+            f"| {world} | {first:.2f} s | {cd_warm:.3f} s | {sp:.2f} s | {tr:.2f} s | "
+            f"{sp / cd_warm:.0f}x | {tr / cd_warm:.0f}x | {sp / first:.1f}x |"
+        )
     lines += [
         "",
-        "Targets (issue 2): >= 5x faster than mp.spawn at world 4 and < 1 s median once warm. The first call pays",
-        "for starting the forkserver and importing torch in it once; every later call forks ranks from it.",
+        "Targets (issue 2): >= 5x faster than mp.spawn at world 4 and < 1 s median once warm.",
+        "The first call pays for starting the forkserver and importing torch in it, once;",
+        "every later call forks its ranks from that server.",
         "Quick runs are smoke tests: do not quote them.",
         "",
     ]

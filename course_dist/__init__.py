@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "Fault": "course_dist.faults",
     "FaultInjected": "course_dist.faults",
     "step": "course_dist.faults",
+    "parse_faults": "course_dist.faults",
     # determinism and grading mode
     "seed_all": "course_dist.seed",
     "pick": "course_dist.seed",
@@ -49,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "plot_scaling": "course_dist.plots",
     # collective trace
     "first_divergence": "course_dist.trace",
+    "Divergence": "course_dist.trace",
     # teaching aids
     "hint": "course_dist.hints",
     "SolutionCard": "course_dist.card",

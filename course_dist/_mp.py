@@ -50,7 +50,9 @@ class _Popen(popen_forkserver.Popen):
 
     def _launch(self, process_obj: Any) -> None:
         prep_data = spawn.get_preparation_data(process_obj._name)
-        for key in ("main_path", "init_main_from_name", "init_main_from_path"):
+        # no __main__ re-import (functions travel by value), and no forced start method: inside a rank,
+        # DataLoader workers should get the platform default (fork on Linux), as under torchrun
+        for key in ("main_path", "init_main_from_name", "init_main_from_path", "start_method"):
             prep_data.pop(key, None)
         buf = io.BytesIO()
         mp_context.set_spawning_popen(self)
@@ -68,7 +70,8 @@ class _Popen(popen_forkserver.Popen):
 
 
 class _Process(mp_context.ForkServerProcess):
-    _start_method = "forkserver"
+    # None: the child's _bootstrap does not force "forkserver" as its default start method (see _launch)
+    _start_method = None
 
     @staticmethod
     def _Popen(process_obj: Any) -> _Popen:

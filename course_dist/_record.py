@@ -102,7 +102,11 @@ def _site() -> str:
 def _write_last(rec: dict) -> None:
     if _last_fd is not None:
         data = json.dumps(rec).encode()[: LAST_SIZE - 1]
-        os.pwrite(_last_fd, data.ljust(LAST_SIZE), 0)
+        if hasattr(os, "pwrite"):
+            os.pwrite(_last_fd, data.ljust(LAST_SIZE), 0)  # one syscall, no seek state, safe from any thread
+        else:  # Windows
+            os.lseek(_last_fd, 0, os.SEEK_SET)
+            os.write(_last_fd, data.ljust(LAST_SIZE))
 
 
 def _write_trace(rec: dict) -> None:

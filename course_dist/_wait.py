@@ -217,7 +217,8 @@ def _timeout(run: _Run, timeout: float, trace: bool) -> None:
     live = [r for r in run.live() if r not in finished]
     asked = []
     for r in live:
-        if os.path.exists(os.path.join(run.run_dir, f"ready.{r}")):  # before that, SIGUSR1 would kill it
+        ready = os.path.exists(os.path.join(run.run_dir, f"ready.{r}"))  # before that, SIGUSR1 would kill it
+        if ready and hasattr(signal, "SIGUSR1"):
             try:
                 os.kill(run.procs[r].pid, signal.SIGUSR1)
                 asked.append(r)

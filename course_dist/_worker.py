@@ -87,7 +87,8 @@ def main(spec: dict[str, Any]) -> None:
     rank, run_dir = spec["rank"], spec["run_dir"]
     _redirect(run_dir, rank)
     stack_file = open(os.path.join(run_dir, f"stack.{rank}"), "w")
-    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
+    if hasattr(signal, "SIGUSR1"):  # POSIX; on Windows (spawn fallback) timeouts come without stacks
+        faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     open(os.path.join(run_dir, f"ready.{rank}"), "w").close()  # SIGUSR1 is now safe to send
     _watch_parent()

@@ -3,7 +3,7 @@
     course_dist.launch(course_dist.examples.train_demo, 2, args=(20,))
     torchrun --standalone --nproc-per-node 2 -m course_dist.run course_dist.examples:train_demo 20
 
-Both print the same final weight norm on every rank.
+Both log the same final weight norm on every rank.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ import torch
 import torch.distributed as dist
 
 from course_dist import context
+from course_dist._log import get_logger
 from course_dist.faults import step
 from course_dist.seed import seed_all
+
+log = get_logger("course_dist.examples")
 
 
 def allreduce_ranks() -> float:
@@ -42,5 +45,5 @@ def train_demo(steps: int | str = 10) -> float:
         dist.all_reduce(grad)
         w -= 0.1 * grad / context.world_size()
     norm = float(w.norm())
-    print(f"rank {me} attempt {attempt} finished {steps} steps, |w| = {norm:.6f}", flush=True)
+    log.info("rank %d attempt %s finished %d steps, |w| = %.6f", me, attempt, steps, norm)
     return norm

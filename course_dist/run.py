@@ -135,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
 
     _log.set_where(f"rank {os.environ.get('RANK', '?')}")
     _log.install_rank_handler()
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>` prints this rank's stacks
+    if hasattr(signal, "SIGUSR1"):
+        # `kill -USR1 <pid>` prints this rank's Python stacks (a hung job under torchrun)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     # record(): torchrun's agent then reports this rank's traceback as the root cause of a failed attempt
     record(run)(ns.target, ns.args, ns.backend, ns.threads)
     return 0

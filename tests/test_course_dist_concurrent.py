@@ -64,8 +64,7 @@ def test_two_launches_from_two_threads():
 SCRIPT = textwrap.dedent("""
     import os, sys, time, torch, torch.distributed as dist, course_dist
     def work(tag, flag):
-        open(f"{flag}.{course_dist.rank()}", "w").close()   # "my ranks are up": the test starts its launch
-        now
+        open(f"{flag}.{course_dist.rank()}", "w").close()  # ranks are up: the test launches now
         t = torch.tensor([float(course_dist.rank())])
         for _ in range(20):
             dist.all_reduce(t)

@@ -152,3 +152,22 @@ def test_nccl_without_gpus():
 def test_bad_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
         launch(sum_of_ranks, 2, **kwargs)
+
+
+def with_dataloader():
+    import multiprocessing
+
+    data = torch.utils.data.TensorDataset(torch.arange(16.0))
+    loader = torch.utils.data.DataLoader(data, batch_size=4, num_workers=2)
+    total = torch.zeros(1)
+    for (batch,) in loader:
+        total += batch.sum()
+    dist.all_reduce(total)
+    return total.item(), multiprocessing.get_start_method()
+
+
+def test_dataloader_workers_inside_ranks():
+    # ranks are not daemonic (they may have children) and get the platform's default start method
+    res = launch(with_dataloader, 2, timeout=120)
+    assert [v[0] for v in res] == [240.0, 240.0], list(res)
+    assert res[0][1] == ("fork" if sys.platform == "linux" else res[0][1])

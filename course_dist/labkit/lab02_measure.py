@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -64,27 +65,34 @@ def time_steps(impl: str, *, steps: int, batch: int, average_gradients: Callable
 
 
 def measure_ddp(impls: dict[str, dict[str, Any]], worlds: list[int], *, steps: int, batch: int,
-                timeout: float = 120.0) -> Any:
-    """Launch every (impl, world) once; one row each: impl, world, batch_per_rank, step_s (slowest rank's
-    median), error (why a row has no number: a stub that raises, a hang). ``impls`` maps a name to
-    ``time_steps`` kwargs."""
+                rounds: int = 1, timeout: float = 60.0) -> Any:
+    """Step time of every (impl, world): one row each with impl, world, batch_per_rank, step_s and error (why
+    a row has no number: a stub that raises, a hang). ``impls`` maps a name to ``time_steps`` kwargs.
+
+    step_s is the slowest rank's median step, then the median over ``rounds``. The rounds are interleaved
+    (A B C A B C ...) so that a neighbour's burst of CPU use slows every configuration alike instead of
+    deciding the comparison. A configuration that fails once is not retried."""
     import pandas as pd
     from tqdm.auto import tqdm
 
     from course_dist import launch
 
-    rows = []
-    runs = [(i, w) for i in impls.items() for w in worlds]
-    for (name, kw), world in tqdm(runs, desc="measure", leave=False):
-        row = {"impl": name, "world": world, "batch_per_rank": batch, "step_s": math.nan, "error": ""}
+    runs = [(name, kw, w) for name, kw in impls.items() for w in worlds]
+    times: dict[tuple[str, int], list[float]] = {(n, w): [] for n, _, w in runs}
+    errors: dict[tuple[str, int], str] = {}
+    for name, kw, world in tqdm(runs * rounds, desc="measure", leave=False):
+        if (name, world) in errors:
+            continue
         try:
             res = launch(time_steps, world_size=world, kwargs={"steps": steps, "batch": batch, **kw},
                          timeout=timeout, stream=False)
-            row["step_s"] = max(r["step_s"] for r in res)
+            times[(name, world)].append(max(r["step_s"] for r in res))
         except Exception as exc:  # a broken implementation is a row with a reason, not a dead notebook
-            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
-            log.warning("%s at world %d failed: %s", name, world, row["error"])
-        rows.append(row)
+            errors[(name, world)] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            log.warning("%s at world %d failed: %s", name, world, errors[(name, world)])
+    rows = [{"impl": n, "world": w, "batch_per_rank": batch,
+             "step_s": statistics.median(times[(n, w)]) if times[(n, w)] else math.nan,
+             "error": errors.get((n, w), "")} for n, _, w in runs]
     return pd.DataFrame(rows)
 
 

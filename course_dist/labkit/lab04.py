@@ -115,7 +115,8 @@ def fixed_batches(
     if n % batch_size or batch_size % world_size or consumed % batch_size:
         raise ValueError(
             "fixed_batches needs n % batch_size == 0, batch_size % world_size == 0 and "
-            f"consumed % batch_size == 0; got n={n}, batch_size={batch_size}, world_size={world_size}, consumed={consumed}. "
+            f"consumed % batch_size == 0; got n={n}, batch_size={batch_size}, world_size={world_size}, "
+            f"consumed={consumed}. "
             f"Use an elastic sampler (exercise 4) for anything else."
         )
     order = epoch_order(n, seed, epoch)[consumed:]

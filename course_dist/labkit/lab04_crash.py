@@ -2,11 +2,10 @@
 
 Never a solution: this file only *watches* a save. In a forked child it wraps ``open``/``io.open``
 (write modes), ``os.open``/``os.write``/``os.fsync``/``os.replace``/``os.rename``/``os.mkdir``/
-``os.unlink``/``os.remove``/
-``os.rmdir`` for paths under the checkpoint root, numbers each operation, and SIGKILLs the child *before*
-operation k (a ``write`` is cut in half first: the page cache then holds a torn file). The parent then calls
-the student's loader and checks the invariants a crash must never break. Deterministic: same save, same
-numbering.
+``os.unlink``/``os.remove``/``os.rmdir`` for paths under the checkpoint root, numbers each operation, and
+SIGKILLs the child *before* operation k (a ``write`` is cut in half first: the page cache then holds a torn
+file). The parent then calls the student's loader and checks the invariants a crash must never break.
+Deterministic: same save, same numbering.
 
 The on-disk format every lab-04 exercise shares (the oracle below checks it, independent of any student
 code)::
@@ -146,7 +145,7 @@ class _Ops:
 
     def install(self, namespaces: tuple[dict, ...] = ()) -> None:
         """Patch os/builtins/io, and ``open`` in ``namespaces`` (IPython puts its own ``open`` into the
-        notebook's globals, and cloudpickle carries it into the ranks: patching the builtin alone misses it)."""
+        notebook's globals, and cloudpickle carries it into ranks: patching the builtin alone misses it)."""
         ops = self
         real = {
             name: getattr(os, name)

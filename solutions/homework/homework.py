@@ -55,6 +55,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from IPython.display import display
 
 import course_dist
 from course_dist.labkit import homework as kit
@@ -129,7 +130,7 @@ for _ in range(20):
     _opt.step()
     _sched.step()
 assert _lrs[0] < _lrs[1] < _lrs[3] <= 0.1 + 1e-12, f"no linear warm-up: {_lrs[:5]}"
-assert _lrs[-1] < _lrs[5] and all(a >= b - 1e-12 for a, b in zip(_lrs[4:], _lrs[5:])), f"no decay: {_lrs}"
+assert _lrs[-1] < _lrs[5] and all(a >= b - 1e-12 for a, b in zip(_lrs[4:], _lrs[5:], strict=False)), f"no decay: {_lrs}"
 w1 = run("w1_e3", nproc=1, ckpt_every=8, epochs=3)
 w2 = run("w2_e3", nproc=2, ckpt_every=8, epochs=3)
 p1, p2 = kit.final_params(w1), kit.final_params(w2)
@@ -163,7 +164,7 @@ def _epoch(size, gb, mb, world, seed, epoch):
         s.set_epoch(epoch)
         assert len(s) == size // gb, f"len(sampler)={len(s)}, expected {size // gb} steps"
         per_rank.append([[i for m in mbs for i in m] for mbs in s])
-    return [list(step) for step in zip(*per_rank)]
+    return [list(step) for step in zip(*per_rank, strict=True)]
 
 for size, gb, mb, seed, epoch in [(256, 32, 8, 3, 0), (300, 48, 4, 0, 2), (1000, 64, 16, 7, 5)]:
     order = torch.randperm(size, generator=torch.Generator().manual_seed(seed + epoch)).tolist()

@@ -637,10 +637,11 @@ batch = pick(full=64, fast=32)
 impls = {"naive": {"impl": "naive", "average_gradients": average_gradients},
          "bucketed": {"impl": "bucketed", "ddp_cls": BucketedDDP},
          "torch DDP": {"impl": "torch"}}
-raw = lab02.measure_ddp(impls, worlds=[1, 2], steps=pick(full=10, fast=3), batch=batch)
+steps, rounds = pick(full=6, fast=3), pick(full=3, fast=1)  # rounds: interleaved repeats, median
+raw = lab02.measure_ddp(impls, worlds=[1, 2], steps=steps, batch=batch, rounds=rounds)
 sweep = lab02.measure_ddp({f"{mb} MB": {"impl": "bucketed", "ddp_cls": BucketedDDP, "bucket_cap_mb": mb}
                            for mb in pick(full=[0.05, 0.25, 1.0, 4.0, 25.0], fast=[0.05, 25.0])},
-                          worlds=[2], steps=pick(full=10, fast=3), batch=batch)
+                          worlds=[2], steps=steps, batch=batch, rounds=rounds)
 sweep["bucket_cap_mb"] = [float(s.split()[0]) for s in sweep["impl"]]
 display(raw)
 

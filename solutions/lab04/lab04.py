@@ -127,8 +127,8 @@ def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
 def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
     """Load ``state`` into the freshly built ``tr`` so that its next step is the one the saved run would take.
 
-    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself must
-    stay untouched: restoring it again later must give the same run.
+    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself
+    must stay untouched: restoring it again later must give the same run.
     """
     ### BEGIN SOLUTION
     # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:
@@ -239,8 +239,8 @@ hint("lab04.atomic")
 def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *, keep: int = 3) -> Path:
     """Publish ``parts`` (name -> picklable object) atomically as ``root/step-<step:08d>``; return that path.
 
-    Protocol: temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic ``latest``,
-    keep the newest ``keep``.
+    Protocol: temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic
+    ``latest``, keep the newest ``keep``.
     """
     ### BEGIN SOLUTION
     def durable(path: Path, data: bytes | memoryview) -> dict:
@@ -268,7 +268,8 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
         buf = io.BytesIO()
         torch.save(obj, buf)
         files[f"{name}.pt"] = durable(tmp / f"{name}.pt", buf.getbuffer())
-    durable(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())  # the commit record
+    # the manifest is the commit record: written last, it lists what a complete checkpoint holds
+    durable(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())
     fsync_dir(tmp)
     if final.exists():  # re-saving a step after a restart: retire the old one out of the step- namespace
         os.replace(final, root / f".trash-{final.name}")
@@ -288,8 +289,8 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
 
 
 def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loaded:
-    """The newest ``root/step-*`` whose manifest verifies (sizes and sha256) as ``Loaded``; ``skipped`` maps each
-    newer directory name to the reason it was skipped. FileNotFoundError (with the reasons) if none verifies."""
+    """The newest ``root/step-*`` whose manifest verifies (sizes and sha256) as ``Loaded``; ``skipped`` maps
+    each newer directory name to the reason it was skipped. FileNotFoundError (with reasons) if none does."""
     ### BEGIN SOLUTION
     def problem(d: Path) -> str | None:
         try:
@@ -311,8 +312,8 @@ def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loade
 
     root = Path(root)
     skipped: dict[str, str] = {}
-    candidates = sorted((d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-")), reverse=True) \
-        if root.is_dir() else []
+    found = [d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-")] if root.is_dir() else []
+    candidates = sorted(found, reverse=True)  # newest first: 8-digit step numbers sort as strings
     for d in candidates:
         why = problem(d)
         if why is not None:
@@ -417,7 +418,8 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
     dist.all_gather_object(reports, report)  # phase 1 ends: raises here if any rank died before reporting
     if rank == 0:
         files = {name: meta for r in reports for name, meta in r.items()}
-        durable(tmp / MANIFEST, json.dumps({"step": step, "world_size": world, "files": files}, indent=1).encode())
+        manifest = {"step": step, "world_size": world, "files": files}
+        durable(tmp / MANIFEST, json.dumps(manifest, indent=1).encode())
         fsync_dir(tmp)
         if final.exists():
             os.replace(final, root / f".trash-{final.name}")
@@ -485,10 +487,11 @@ hint("lab04.elastic")
 # %% nbgrader={"grade": false, "grade_id": "elastic_solution", "locked": false, "schema_version": 3, "solution": true}
 def elastic_batches(n: int, world_size: int, rank: int, *, seed: int, epoch: int, consumed: int,
                     batch_size: int) -> list[list[int]]:
-    """This rank's remaining batches of ``epoch`` after ``consumed`` samples (all ranks together) were trained on."""
+    """This rank's remaining batches of ``epoch`` after ``consumed`` samples (all ranks together) were
+    trained on."""
     ### BEGIN SOLUTION
     rest = lab04.epoch_order(n, seed, epoch)[consumed:]
-    # global batches are fixed by the stream alone (not by the world size); ranks deal each one out interleaved
+    # global batches are fixed by the stream alone (not the world size); ranks deal each one out interleaved
     return [rest[i : i + batch_size][rank::world_size] for i in range(0, len(rest), batch_size)]
     ### END SOLUTION
 
@@ -541,8 +544,8 @@ hint("lab04.recovery")
 
 # %% nbgrader={"grade": false, "grade_id": "recovery_solution", "locked": false, "schema_version": 3, "solution": true}
 def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int = 0) -> dict[str, Any]:
-    """One rank of one attempt: resume from the newest simple checkpoint in ``root``, train to ``steps``, saving
-    every ``every`` steps and logging progress (rank 0)."""
+    """One rank of one attempt: resume from the newest simple checkpoint in ``root``, train to ``steps``,
+    saving every ``every`` steps and logging progress (rank 0)."""
     ### BEGIN SOLUTION
     tr = lab04.Trainer(cfg)
     start = lab04.simple_load(root, tr) or 0  # None on the first attempt: start from scratch
@@ -564,7 +567,8 @@ def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int
 
 
 def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_size: int = 2,
-              faults: list[Fault] | None = None, max_restarts: int = 2, timeout: float = 60.0) -> RecoveryReport:
+              faults: list[Fault] | None = None, max_restarts: int = 2,
+              timeout: float = 60.0) -> RecoveryReport:
     """Run ``train_job`` on ``world_size`` ranks, relaunching after a failure (up to ``max_restarts`` times).
     Returns a ``RecoveryReport`` with per-restart recovery time and lost steps."""
     ### BEGIN SOLUTION
@@ -723,14 +727,15 @@ card = SolutionCard(
                   f"synchronous durable save of {meas['bytes_per_rank'] / 1e6:.1f} MB; async staging stalls "
                   f"{meas['async_stall_s']:.4f} s"),
     cost=Limit(100 * expected_overhead(young, meas["sync_stall_s"], MTBF_S, RESTART_S), "% of training time",
-               f"saving every {young:.1f} s (Young/Daly) at MTBF 3 h, restart 60 s; storage {KEEP} x bytes/rank"),
+               f"every {young:.1f} s (Young/Daly), MTBF 3 h, restart 60 s; storage {KEEP} x bytes/rank"),
     capacity=Limit(float(meas["bytes_per_rank"]), "bytes per rank per checkpoint",
                    "model + AdamW moments + scheduler; RNG and position add < 1 KB per rank"),
     fallback=Limit(2 * young + RESTART_S, "s of work lost at worst",
-                   "newest checkpoint corrupt: the loader skips it (checksum) and resumes from the previous one"),
-    justification="Checkpointing every Young/Daly interval balances the stall of each save against the work a "
-                  "failure throws away; the simulation agrees with the first-order model near the optimum, and a "
-                  "corrupt newest checkpoint costs one extra interval because the loader verifies checksums.",
+                   "newest checkpoint corrupt: the loader skips it (checksum), resumes from the one before"),
+    justification="Checkpointing every Young/Daly interval balances the stall of each save against the work "
+                  "a failure throws away; the simulation agrees with the first-order model near the optimum, "
+                  "and a corrupt newest checkpoint costs one extra interval because the loader verifies "
+                  "checksums.",
 )
 ### END SOLUTION
 card

@@ -1,12 +1,12 @@
 # mutant: atomic_manifest_first
 # exercise: atomic
 # replaces: atomic_solution
-# why: computes the checksums in memory and writes the manifest before the parts
+# why: computes checksums in memory and writes the manifest before the parts
 def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *, keep: int = 3) -> Path:
     """Publish ``parts`` (name -> picklable object) atomically as ``root/step-<step:08d>``; return that path.
 
-    Protocol: temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic ``latest``,
-    keep the newest ``keep``.
+    Protocol: temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic
+    ``latest``, keep the newest ``keep``.
     """
     ### BEGIN SOLUTION
     def durable(path: Path, data: bytes | memoryview) -> dict:
@@ -57,8 +57,8 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
 
 
 def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loaded:
-    """The newest ``root/step-*`` whose manifest verifies (sizes and sha256) as ``Loaded``; ``skipped`` maps each
-    newer directory name to the reason it was skipped. FileNotFoundError (with the reasons) if none verifies."""
+    """The newest ``root/step-*`` whose manifest verifies (sizes and sha256) as ``Loaded``; ``skipped`` maps
+    each newer directory name to the reason it was skipped. FileNotFoundError (with reasons) if none does."""
     ### BEGIN SOLUTION
     def problem(d: Path) -> str | None:
         try:
@@ -80,8 +80,8 @@ def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loade
 
     root = Path(root)
     skipped: dict[str, str] = {}
-    candidates = sorted((d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-")), reverse=True) \
-        if root.is_dir() else []
+    found = [d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-")] if root.is_dir() else []
+    candidates = sorted(found, reverse=True)  # newest first: 8-digit step numbers sort as strings
     for d in candidates:
         why = problem(d)
         if why is not None:

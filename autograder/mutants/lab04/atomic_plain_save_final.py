@@ -1,12 +1,12 @@
 # mutant: atomic_plain_save_final
 # exercise: atomic
 # replaces: atomic_solution
-# why: torch.save each part straight into the final step directory (manifest last, but no temporary directory): a crash leaves a half-written step-N
+# why: torch.save straight into the final step dir (no temp dir): a crash leaves a half step-N
 def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *, keep: int = 3) -> Path:
     """Publish ``parts`` (name -> picklable object) atomically as ``root/step-<step:08d>``; return that path.
 
-    Protocol: temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic ``latest``,
-    keep the newest ``keep``.
+    Protocol: temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic
+    ``latest``, keep the newest ``keep``.
     """
     ### BEGIN SOLUTION
     def durable(path: Path, data: bytes | memoryview) -> dict:
@@ -33,7 +33,8 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
         buf = io.BytesIO()
         torch.save(obj, buf)
         files[f"{name}.pt"] = durable(tmp / f"{name}.pt", buf.getbuffer())
-    durable(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())  # the commit record
+    # the manifest is the commit record: written last, it lists what a complete checkpoint holds
+    durable(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())
     fsync_dir(tmp)
     fsync_dir(root)
     durable(root / ".latest.tmp", final.name.encode())
@@ -49,8 +50,8 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
 
 
 def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loaded:
-    """The newest ``root/step-*`` whose manifest verifies (sizes and sha256) as ``Loaded``; ``skipped`` maps each
-    newer directory name to the reason it was skipped. FileNotFoundError (with the reasons) if none verifies."""
+    """The newest ``root/step-*`` whose manifest verifies (sizes and sha256) as ``Loaded``; ``skipped`` maps
+    each newer directory name to the reason it was skipped. FileNotFoundError (with reasons) if none does."""
     ### BEGIN SOLUTION
     def problem(d: Path) -> str | None:
         try:
@@ -72,8 +73,8 @@ def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loade
 
     root = Path(root)
     skipped: dict[str, str] = {}
-    candidates = sorted((d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-")), reverse=True) \
-        if root.is_dir() else []
+    found = [d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-")] if root.is_dir() else []
+    candidates = sorted(found, reverse=True)  # newest first: 8-digit step numbers sort as strings
     for d in candidates:
         why = problem(d)
         if why is not None:

@@ -1,7 +1,7 @@
 # mutant: distributed_no_commit
 # exercise: distributed
 # replaces: distributed_solution
-# why: rank 0 publishes as soon as its own files are written, listing every rank's expected files, without waiting for the other ranks' reports
+# why: rank 0 publishes its own files at once, without waiting for the other ranks' reports
 def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], *,
                      shared: dict[str, Any] | None = None, keep: int = 3) -> Path:
     """Called on every rank: publish every rank's ``parts`` (and rank 0's ``shared``) as one checkpoint
@@ -39,7 +39,8 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
         report[name] = durable(tmp / name, buf.getbuffer())
     if rank == 0:
         files = dict(report)
-        durable(tmp / MANIFEST, json.dumps({"step": step, "world_size": world, "files": files}, indent=1).encode())
+        manifest = {"step": step, "world_size": world, "files": files}
+        durable(tmp / MANIFEST, json.dumps(manifest, indent=1).encode())
         fsync_dir(tmp)
         if final.exists():
             os.replace(final, root / f".trash-{final.name}")

@@ -1,7 +1,7 @@
 # mutant: distributed_rank0_only
 # exercise: distributed
 # replaces: distributed_solution
-# why: only rank 0 writes (its own RNG and position stand in for everybody's): the other ranks' state is lost
+# why: only rank 0 writes: the other ranks' RNG and position are lost
 def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], *,
                      shared: dict[str, Any] | None = None, keep: int = 3) -> Path:
     """Called on every rank: publish every rank's ``parts`` (and rank 0's ``shared``) as one checkpoint
@@ -41,7 +41,8 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
     dist.all_gather_object(reports, report)  # phase 1 ends: raises here if any rank died before reporting
     if rank == 0:
         files = {name: meta for r in reports for name, meta in r.items()}
-        durable(tmp / MANIFEST, json.dumps({"step": step, "world_size": world, "files": files}, indent=1).encode())
+        manifest = {"step": step, "world_size": world, "files": files}
+        durable(tmp / MANIFEST, json.dumps(manifest, indent=1).encode())
         fsync_dir(tmp)
         if final.exists():
             os.replace(final, root / f".trash-{final.name}")

@@ -1,10 +1,10 @@
 # mutant: recovery_fault_every_attempt
 # exercise: recovery
 # replaces: recovery_solution
-# why: relaunches without telling the ranks the attempt number: the planned fault fires again on every attempt
+# why: does not pass the attempt number: the planned fault fires again on every attempt
 def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int = 0) -> dict[str, Any]:
-    """One rank of one attempt: resume from the newest simple checkpoint in ``root``, train to ``steps``, saving
-    every ``every`` steps and logging progress (rank 0)."""
+    """One rank of one attempt: resume from the newest simple checkpoint in ``root``, train to ``steps``,
+    saving every ``every`` steps and logging progress (rank 0)."""
     ### BEGIN SOLUTION
     tr = lab04.Trainer(cfg)
     start = lab04.simple_load(root, tr) or 0  # None on the first attempt: start from scratch
@@ -26,7 +26,8 @@ def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int
 
 
 def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_size: int = 2,
-              faults: list[Fault] | None = None, max_restarts: int = 2, timeout: float = 60.0) -> RecoveryReport:
+              faults: list[Fault] | None = None, max_restarts: int = 2,
+              timeout: float = 60.0) -> RecoveryReport:
     """Run ``train_job`` on ``world_size`` ranks, relaunching after a failure (up to ``max_restarts`` times).
     Returns a ``RecoveryReport`` with per-restart recovery time and lost steps."""
     ### BEGIN SOLUTION

@@ -1,10 +1,10 @@
 # mutant: recovery_from_scratch
 # exercise: recovery
 # replaces: recovery_solution
-# why: relaunches but never loads the checkpoint: the job redoes everything (right answer, all work lost)
+# why: relaunches but never loads the checkpoint: right answer, all work redone
 def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int = 0) -> dict[str, Any]:
-    """One rank of one attempt: resume from the newest simple checkpoint in ``root``, train to ``steps``, saving
-    every ``every`` steps and logging progress (rank 0)."""
+    """One rank of one attempt: resume from the newest simple checkpoint in ``root``, train to ``steps``,
+    saving every ``every`` steps and logging progress (rank 0)."""
     ### BEGIN SOLUTION
     tr = lab04.Trainer(cfg)
     start = 0
@@ -26,7 +26,8 @@ def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int
 
 
 def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_size: int = 2,
-              faults: list[Fault] | None = None, max_restarts: int = 2, timeout: float = 60.0) -> RecoveryReport:
+              faults: list[Fault] | None = None, max_restarts: int = 2,
+              timeout: float = 60.0) -> RecoveryReport:
     """Run ``train_job`` on ``world_size`` ranks, relaunching after a failure (up to ``max_restarts`` times).
     Returns a ``RecoveryReport`` with per-restart recovery time and lost steps."""
     ### BEGIN SOLUTION

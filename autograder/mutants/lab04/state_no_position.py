@@ -1,7 +1,7 @@
 # mutant: state_no_position
 # exercise: state
 # replaces: state_solution
-# why: saves the step count but not epoch/consumed: the data stream restarts at the beginning of the epoch
+# why: saves the step but not epoch/consumed: the data stream restarts at the epoch's start
 def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
     """Everything this rank's next training step depends on, as a snapshot (copies, not references).
 
@@ -34,8 +34,8 @@ def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
 def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
     """Load ``state`` into the freshly built ``tr`` so that its next step is the one the saved run would take.
 
-    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself must
-    stay untouched: restoring it again later must give the same run.
+    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself
+    must stay untouched: restoring it again later must give the same run.
     """
     ### BEGIN SOLUTION
     # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:

@@ -33,8 +33,8 @@ def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
 def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
     """Load ``state`` into the freshly built ``tr`` so that its next step is the one the saved run would take.
 
-    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself must
-    stay untouched: restoring it again later must give the same run.
+    Raises ValueError naming both hashes if ``state`` was captured under a different config. ``state`` itself
+    must stay untouched: restoring it again later must give the same run.
     """
     ### BEGIN SOLUTION
     # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:
