@@ -36,20 +36,6 @@ log = logging.getLogger("course_dist.labkit.lab02")
 MB = 1 << 20
 
 
-def _preload_dynamo() -> None:
-    # Constructing torch's DistributedDataParallel imports torch._dynamo (~800 modules, 4-7 s on a busy 2-core
-    # box) in *every* fresh rank. Ranks are forks of course_dist's forkserver: preloading it there once makes
-    # each DDP rank start in milliseconds. Only possible before the server starts (the first launch).
-    # TODO(lead): move "torch._dynamo" into course_dist._mp.PRELOAD and delete this.
-    from course_dist import _mp
-
-    if getattr(_mp, "_server", None) is None and "torch._dynamo" not in _mp.PRELOAD:
-        _mp.PRELOAD.append("torch._dynamo")
-
-
-_preload_dynamo()
-
-
 # ---- model, data ----
 @dataclass(frozen=True)
 class ModelConfig:
