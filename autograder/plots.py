@@ -28,7 +28,9 @@ def plot_scores(df: pd.DataFrame, out: Path, exercise_order: dict[str, list[str]
         )
         sub = sub.loc[order]
         exercises = [e for e in exercise_order.get(lab, []) if e in sub.columns] or [
-            c for c in sub.columns if c not in BASE_COLUMNS + TAIL_COLUMNS
+            c
+            for c in sub.columns
+            if c not in BASE_COLUMNS + TAIL_COLUMNS + ["check"] and sub[c].notna().any()
         ]
         left = pd.Series(0.0, index=sub.index)
         cmap = plt.get_cmap("tab20")
@@ -36,7 +38,13 @@ def plot_scores(df: pd.DataFrame, out: Path, exercise_order: dict[str, list[str]
             vals = pd.to_numeric(sub[ex], errors="coerce").fillna(0.0)
             ax.barh(sub.index, vals, left=left, color=cmap(i % 20), label=ex)
             left += vals
-        ax.set_xlim(0, float(sub["max_score"].max() or 100))
+        if "check" in sub.columns:  # make course: mark the samples that broke an expectation
+            for name, total, check in zip(sub.index, left, sub["check"], strict=True):
+                if check != "ok":
+                    ax.text(
+                        total + 1, name, "FAIL", va="center", color="crimson", fontsize=8, fontweight="bold"
+                    )
+        ax.set_xlim(0, float(sub["max_score"].max() or 100) + 8)
         ax.invert_yaxis()
         ax.set_title(f"{lab}: auto-graded points per sample (manual points pending)")
         ax.set_xlabel("points")

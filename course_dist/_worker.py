@@ -9,7 +9,7 @@ Order matters and each step says why:
 4. the launcher's environment, sys.path and cwd *as of this launch* (a forkserver started earlier has stale
    ones);
 5. ``torch.set_num_threads`` before any torch op (2 ranks x 2 threads on 2 cores halves throughput);
-6. the process group on the launcher's TCPStore under a per-launch prefix (no port of our own to collide on);
+6. the process group on the launcher's TCPStore (port read from a file) under a per-launch prefix;
 7. the function, then its result (or traceback) in ``result.<rank>``, written tmp+rename so a half-written
    file is never read; on error ``os._exit(1)`` at once so peers blocked on us get "connection closed"
    immediately.
@@ -74,6 +74,19 @@ def _flush() -> None:
             pass
 
 
+def _wait_for_port(run_dir: str, timeout: float) -> int:
+    """The launcher writes its store's port after starting every rank (see launch.py for why)."""
+    path, end = os.path.join(run_dir, "port"), time.monotonic() + timeout
+    while True:
+        try:
+            with open(path) as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            if time.monotonic() > end:
+                raise TimeoutError(f"the launcher never published its store port in {path}") from None
+            time.sleep(0.002)
+
+
 def _format_tb(e: BaseException) -> str:
     """The traceback without the launcher's own frames (worker bootstrap, collective recorder)."""
     te = traceback.TracebackException(type(e), e, e.__traceback__)
@@ -126,7 +139,8 @@ def main(spec: dict[str, Any]) -> None:
         context.STATE.device, context.STATE.backend, context.STATE.run_dir = dev, spec["backend"], run_dir
 
         timeout = timedelta(seconds=spec["pg_timeout"])
-        store = dist.TCPStore(spec["store_host"], spec["store_port"], is_master=False, timeout=timeout)
+        port = _wait_for_port(run_dir, spec["pg_timeout"])
+        store = dist.TCPStore(spec["store_host"], port, is_master=False, timeout=timeout)
         # A per-launch prefix: keys of concurrent or earlier launches can never be mistaken for ours.
         store = dist.PrefixStore(spec["launch_id"], store)
         dist.init_process_group(spec["backend"], store=store, rank=rank, world_size=world, timeout=timeout)
@@ -145,8 +159,7 @@ def main(spec: dict[str, Any]) -> None:
         _flush()
         if world > 1:
             # Leave together. A rank that returns first and exits can cut a peer that is still inside gloo's
-            # connectFullMesh ("Connection closed by peer" in init_process_group, ~1 in 100 launches
-            # measured).
+            # connectFullMesh ("Connection closed by peer" in init_process_group: 1 in ~120 launches here).
             # On the store, not the process group: a process-group barrier would pair with a peer's pending
             # (mismatched) collective and hide the bug the trace should show.
             if store.add("course_dist/exit_count", 1) == world:

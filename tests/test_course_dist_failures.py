@@ -129,8 +129,8 @@ def test_shape_mismatch_is_reported_by_rank():
         launch(shape_mismatch, 2, timeout=20)
     err = ei.value
     text = str(err) + "".join(err.stderr)
-    # measured: gloo aborts one rank (SIGABRT, gloo::EnforceNotMet "collective mismatch"); the other loses
-    # its peer
+    # measured: gloo aborts one rank (SIGABRT, gloo::EnforceNotMet "collective mismatch") and the other
+    # loses its peer; or one rank returns early and the others lose it
     assert err.signal_name == "SIGABRT" or "consequence" in str(err), str(err)
     assert "EnforceNotMet" in text or "Connection" in text
 

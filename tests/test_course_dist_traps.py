@@ -111,3 +111,6 @@ def test_tcpstore_fork_trap_default_launch_repeatedly_at_world_4():
     for _ in range(10):
         assert launch(tiny, 4, timeout=30, stream=False) == [4.0] * 4
     assert course_dist.launch(tiny, 4, timeout=30).start_method == "forkserver"
+    # opt-in fork is safe from this trap too: the launcher creates its store only after forking the ranks
+    for _ in range(10):
+        assert launch(tiny, 4, start_method="fork", timeout=30, stream=False) == [4.0] * 4

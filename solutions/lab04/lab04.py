@@ -243,12 +243,37 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
     ``latest``, keep the newest ``keep``.
     """
     ### BEGIN SOLUTION
-    def durable(path: Path, data: bytes | memoryview) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Hashed:
+        """A file-like ``torch.save`` target: one pass writes the bytes and hashes them (no copy, no re-read)."""
+
+        def __init__(self, f: Any) -> None:
+            self.f, self.digest, self.size = f, hashlib.sha256(), 0
+
+        def write(self, data: Any) -> int:
+            self.size += len(data)
+            if len(data) < 1 << 20:  # zip headers, small tensors: a thread hop would cost more than it saves
+                self.digest.update(data)
+                return self.f.write(data)
+            # a big tensor record: sha256 runs on the helper thread while this one copies the same bytes into the
+            # page cache (both release the GIL); joined before returning, because torch may reuse `data` after
+            hashing = pool.submit(self.digest.update, data)
+            try:
+                return self.f.write(data)
+            finally:
+                hashing.result()
+
+        def flush(self) -> None:
+            self.f.flush()
+
+    def durable(path: Path, fill: Any) -> dict:
         with open(path, "wb") as f:
-            f.write(data)
+            out = Hashed(f)
+            fill(out)
             f.flush()
             os.fsync(f.fileno())  # data on disk before anything can point at it
-        return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        return {"bytes": out.size, "sha256": out.digest.hexdigest()}
 
     def fsync_dir(path: Path) -> None:
         fd = os.open(path, os.O_RDONLY)
@@ -264,19 +289,21 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
         shutil.rmtree(tmp)  # debris of an earlier crashed save of this step
     tmp.mkdir()
     files = {}
-    for name, obj in parts.items():
-        buf = io.BytesIO()
-        torch.save(obj, buf)
-        files[f"{name}.pt"] = durable(tmp / f"{name}.pt", buf.getbuffer())
+    # torch.save streams straight into the file: serialising into a BytesIO first costs one more copy of the
+    # state (and its regrowth). Every file operation stays on this thread, so their order is fixed.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-sha256") as pool:
+        for name, obj in parts.items():
+            files[f"{name}.pt"] = durable(tmp / f"{name}.pt", lambda out, obj=obj: torch.save(obj, out))
     # the manifest is the commit record: written last, it lists what a complete checkpoint holds
-    durable(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())
+    manifest = json.dumps({"step": step, "files": files}, indent=1).encode()
+    durable(tmp / MANIFEST, lambda out: out.write(manifest))
     fsync_dir(tmp)
     if final.exists():  # re-saving a step after a restart: retire the old one out of the step- namespace
         os.replace(final, root / f".trash-{final.name}")
         shutil.rmtree(root / f".trash-{final.name}")
     os.replace(tmp, final)  # atomic: readers see no directory or the whole one
     fsync_dir(root)
-    durable(root / ".latest.tmp", final.name.encode())
+    durable(root / ".latest.tmp", lambda out: out.write(final.name.encode()))
     os.replace(root / ".latest.tmp", root / "latest")  # only ever names a published checkpoint
     fsync_dir(root)
     published = sorted(d for d in root.iterdir() if d.is_dir() and d.name.startswith("step-"))
