@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return course(cfg.with_(workers=args.workers), args.lab)
     if args.cmd == "mutants":
-        from autograder.mutants import check_all
+        from autograder.mutant_check import check_all
 
         return check_all(cfg, args.lab)
     return 2

@@ -158,8 +158,9 @@ def course(cfg: CourseConfig, labs: list[str] | None = None) -> int:
     out = cfg.build / "grades.csv"
     if out.exists():  # sample rows are regenerated: drop old ones (a deleted mutant), keep any real students
         old = pd.read_csv(out, dtype={"student": str, "lab": str}, keep_default_na=False)
-        sample = old["lab"].isin(labs) & (old["student"].isin(["reference", "blank"])
-                                          | old["student"].str.startswith("mutant-"))
+        sample = old["lab"].isin(labs) & (
+            old["student"].isin(["reference", "blank"]) | old["student"].str.startswith("mutant-")
+        )
         old[~sample].to_csv(out, index=False)
     df = grade(cfg, samples, labs=labs, out=out)
     t_grade = time.monotonic() - t_grade

@@ -11,7 +11,7 @@ from _pipeline import CFG, LABS, mutant_params
 
 from autograder.course import auto_max, build_samples, verdict
 from autograder.grade import grade
-from autograder.mutants import check_lab_mutants
+from autograder.mutant_check import check_lab_mutants
 from autograder.release import release
 from autograder.rubrics import load_rubric
 

@@ -11,7 +11,8 @@ import pytest
 
 from autograder.config import CourseConfig
 from autograder.grade import failure_reason, write_csv
-from autograder.mutants import Mutant, check_lab_mutants, find_mutants, parse_mutant
+from autograder.mutant_check import check_lab_mutants
+from autograder.mutants import Mutant, find_mutants, parse_mutant
 from autograder.rubrics import load_rubric, rubric_problems
 from autograder.source import (
     graded_cells,
