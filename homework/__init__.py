@@ -3,11 +3,10 @@
 """homework - the reference resolution of the homework: a small fault-tolerant DDP trainer.
 
 Modules (one concept each): ``config`` (dataclass + CLI), ``data`` (synthetic dataset + data contract),
-``sampler``
-(elastic exactly-once sampling), ``ddp`` (model, DDP, no_sync accumulation, LR schedule), ``distributed``
-(restart-safe process group), ``state`` (what a checkpoint holds), ``checkpoint`` (atomic save/resume),
-``metrics`` (per-rank logs, straggler report), ``trainer`` (the loop), ``train`` (entry point), ``scaling``
-(world 1/2/4 experiment). Entry point: ``python -m homework.train --help``; the loop itself is
+``sampler`` (elastic exactly-once sampling), ``ddp`` (model, DDP, no_sync accumulation, LR schedule),
+``distributed`` (restart-safe process group), ``state`` (what a checkpoint holds), ``checkpoint`` (atomic
+save/resume), ``metrics`` (per-rank logs, straggler report), ``trainer`` (the loop), ``train`` (entry point),
+``scaling`` (world 1/2/4 experiment). Entry point: ``python -m homework.train --help``; the loop itself is
 ``homework.trainer.train(cfg)`` (not re-exported: ``homework.train`` is the entry-point module).
 """
 

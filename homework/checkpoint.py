@@ -5,25 +5,21 @@ all.
 
 Layout under ``root``::
 
-    step-00000040/shared.pt        model, optimizer, scheduler, sampler position, step, config, dataset (rank
-    0)
+    step-00000040/shared.pt        model, optimizer, scheduler, sampler, step, config, dataset (rank 0)
     step-00000040/rank-00000.pt    that rank's RNG states (every rank)
     step-00000040/manifest.json    sha256 + size of every file - written LAST: the commit marker
     latest                         "step-00000040" - a hint; the scan below is the source of truth
 
 Protocol (the naive version - ``torch.save`` straight to ``step-N/`` - leaves a half-written checkpoint under
-its
-final name when the job is killed mid-write, and the next start loads garbage or crashes):
+its final name when the job is killed mid-write, and the next start loads garbage or crashes):
 
 1. every rank writes its files into ``.tmp-step-N/`` and fsyncs them; barrier;
 2. rank 0 hashes them, writes ``manifest.json`` (fsync), renames ``.tmp-step-N`` -> ``step-N`` (atomic on
-POSIX),
-   fsyncs the parent directory, then replaces ``latest`` the same way; prunes to the newest ``keep_last``;
-   barrier.
+   POSIX), fsyncs the parent directory, then replaces ``latest`` the same way; prunes to the newest
+   ``keep_last``; barrier.
 
 ``latest_checkpoint`` trusts only folders whose manifest verifies, newest first. Multi-node runs need ``root``
-on a
-filesystem every rank sees (and rename is atomic within it).
+on a filesystem every rank sees (and rename is atomic within it).
 """
 
 from __future__ import annotations

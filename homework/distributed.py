@@ -3,14 +3,10 @@
 """Process-group setup that survives torchrun restarts, and the one collective the trainer adds per step.
 
 Under ``torchrun`` the elastic agent hosts a TCPStore at ``MASTER_ADDR:MASTER_PORT`` and restarts *all*
-workers when
-one dies. The default ``env://`` init re-uses that store's keys, so a restarted gloo group often dials the
-previous
-attempt's ports ("Connection refused") or hangs (measured: 8 of 9 restarts failed). Keying everything by the
-restart
-attempt - ``PrefixStore(f"attempt_{TORCHELASTIC_RESTART_COUNT}", TCPStore(..., is_master=False))`` - gives
-each
-attempt a clean namespace (7 of 7 clean restarts).
+workers when one dies. The default ``env://`` init re-uses that store's keys, so a restarted gloo group often
+dials the previous attempt's ports ("Connection refused") or hangs (measured: 8 of 9 restarts failed). Keying
+everything by the restart attempt - ``PrefixStore(f"attempt_{TORCHELASTIC_RESTART_COUNT}", TCPStore(...,
+is_master=False))`` - gives each attempt a clean namespace (7 of 7 clean restarts).
 """
 
 from __future__ import annotations
@@ -72,8 +68,7 @@ def any_rank(flag: bool, info: DistInfo) -> bool:
     process).
 
     SIGTERM reaches ranks at different moments; deciding to stop through a collective makes every rank stop
-    after
-    the *same* step, so they all enter the checkpoint's collectives together instead of deadlocking.
+    after the *same* step, so they all enter the checkpoint's collectives together instead of deadlocking.
     """
     raise NotImplementedError("homework task recovery: agree on a flag across ranks with one all-reduce")
 

@@ -4,12 +4,9 @@
 resizes.
 
 Why not ``torch.utils.data.DistributedSampler``? Its position is implicit (an iterator) and its split depends
-on the
-world size, so after a restart it replays the epoch from the beginning, and after a resize the ranks' shares
-no
-longer line up. Here the *position* is global - samples of this epoch already consumed, always a multiple of
-the
-fixed global batch - so it means the same thing at any world size:
+on the world size, so after a restart it replays the epoch from the beginning, and after a resize the ranks'
+shares no longer line up. Here the *position* is global - samples of this epoch already consumed, always a
+multiple of the fixed global batch - so it means the same thing at any world size:
 
     epoch order  = randperm(size, seed + epoch)          (same on every rank; set_epoch changes it)
     global step  = order[consumed : consumed + global_batch]
@@ -32,8 +29,7 @@ def grad_accum_steps(global_batch: int, micro_batch: int, world_size: int) -> in
     """Micro-batches per rank per step so that ``micro_batch x accum x world_size == global_batch``.
 
     The global batch is part of the optimisation problem (LR, noise scale): it must not change silently when
-    the job
-    is restarted on another number of ranks, so a global batch that does not divide is an error.
+    the job is restarted on another number of ranks, so a global batch that does not divide is an error.
     """
     raise NotImplementedError(
         "homework task ddp: micro-batches per rank per step; ValueError naming the numbers"

@@ -3,13 +3,10 @@
 """Scaling experiment: the same per-rank work at world 1, 2, 4 -> throughput, efficiency and cost per sample.
 
 Weak scaling (the default) keeps each rank's share fixed - ``global_batch = per_rank_batch x world`` - which
-is what
-data parallelism buys: more samples per second at the same per-sample cost if communication hides behind
-compute.
-Strong scaling keeps the global batch fixed and splits it thinner. Each world size is a real ``torchrun
---standalone`` job (a free port every time) of ``python -m <package>.train``; the step time of a step is the
-slowest
-rank's, the median is taken after ``skip`` warm-up steps.
+is what data parallelism buys: more samples per second at the same per-sample cost if communication hides
+behind compute. Strong scaling keeps the global batch fixed and splits it thinner. Each world size is a real
+``torchrun --standalone`` job (a free port every time) of ``python -m <package>.train``; the step time of a
+step is the slowest rank's, the median is taken after ``skip`` warm-up steps.
 
     python -m homework.scaling --out runs/scaling            # world 1, 2, 4 on the default workload
 """
@@ -78,9 +75,8 @@ def run_scaling(
 ) -> pd.DataFrame:
     """Run every world size, write ``scaling.csv``, ``scaling.md`` and ``scaling.png`` into ``out_dir``.
 
-    Columns: world, global_batch, step_s (median slowest-rank step), samples_per_s, efficiency (weak:
-    thr_w / (w x thr_1); strong: the same ratio, the ideal being linear speed-up), wait_s (median time a rank
-    waited
+    Columns: world, global_batch, step_s (median slowest-rank step), samples_per_s, efficiency (weak: thr_w /
+    (w x thr_1); strong: the same ratio, the ideal being linear speed-up), wait_s (median time a rank waited
     for others), cost_per_sample (rank-seconds per sample), usd_per_1m_samples (at ``price_per_rank_hour``).
     """
     raise NotImplementedError(

@@ -27,8 +27,8 @@ In a notebook, on ranks started by ``course_dist.launch`` (the group exists alre
     course_dist.launch(homework.trainer.train, world_size=2, args=(TrainConfig(run_dir="runs/nb"),))
 
 Fault drills: ``COURSE_FAULTS="kill:1@5"`` SIGKILLs rank 1 at step 5 (first attempt only), ``slow:1@0:0.05``
-makes
-rank 1 a straggler. ``python -m homework.train --help`` lists every option (generated from ``TrainConfig``).
+makes rank 1 a straggler. ``python -m homework.train --help`` lists every option (generated from
+``TrainConfig``).
 """
 
 from __future__ import annotations

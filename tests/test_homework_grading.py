@@ -1,11 +1,9 @@
 """The homework's grading cells against the reference, the untouched skeleton and every mutant.
 
 Executes the code cells of solutions/homework/homework.py in order in a fresh interpreter (the fast stand-in
-for
-nbgrader autograde: ``course_dist.labkit.homework.execute_cells``), in fast mode, with the package chosen by
-HW_PACKAGE / HW_PACKAGE_DIR. Reference: every auto cell passes. Skeleton: every auto cell fails. Mutant:
-exactly
-its own exercise's auto cells fail.
+for nbgrader autograde: ``course_dist.labkit.homework.execute_cells``), in fast mode, with the package chosen
+by HW_PACKAGE / HW_PACKAGE_DIR. Reference: every auto cell passes. Skeleton: every auto cell fails. Mutant:
+exactly its own exercise's auto cells fail.
 
     .venv/bin/python -m pytest tests/test_homework_grading.py -m slow -q     # ~5 min per variant on 2 cores
 """

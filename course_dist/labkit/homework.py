@@ -1,17 +1,14 @@
 """Machinery that grades the homework trainer package (it runs student code; it contains none of it).
 
 - :func:`package` - the adapter: which trainer package is graded. ``HW_PACKAGE`` names it (default
-``homework``, the
-  student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on ``sys.path`` and on the
-  workers'
-  ``PYTHONPATH``. Without ``HW_PACKAGE``, a ``fttrainer/`` folder in the working directory selects the
-  reference.
+  ``homework``, the student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on
+  ``sys.path`` and on the workers' ``PYTHONPATH``. Without ``HW_PACKAGE``, a ``fttrainer/`` folder in the
+  working directory selects the reference.
 - :func:`run_trainer` - ``python -m <pkg>.train`` (world 1) or ``torchrun --standalone`` (never a fixed port),
-in its
-  own session, with a timeout; the whole process tree is killed on timeout or error.
+  in its own session, with a timeout; the whole process tree is killed on timeout or error.
 - :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` - for drills that signal a live job.
 - :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th file of step
-s.
+  s.
 - :func:`apply_mutant` - a copy of the reference package with a mutant file appended to one of its modules.
 """
 
@@ -306,8 +303,7 @@ def crash_in_save(
 
 def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
     """Copy the reference package folder ``reference`` into ``dest`` and append the mutant's body to the
-    module
-    named by its header (``# replaces: fttrainer/<module>.py ...``). Returns the copied package folder.
+    module named by its header (``# replaces: fttrainer/<module>.py ...``). Returns the copied package folder.
 
     Appending re-binds the replaced name at module level after the original definition, so every caller - in
     that
@@ -360,8 +356,8 @@ def execute_cells(
     source: str | Path, env: dict[str, str], timeout: float = 900.0, cwd: str | Path | None = None
 ) -> dict[str, dict[str, Any]]:
     """Execute the code cells of a jupytext notebook in order in a fresh interpreter (one namespace, like a
-    kernel,
-    errors recorded per cell and execution continued). Returns ``{grade_id: {"ok", "error", "seconds"}}``.
+    kernel, errors recorded per cell and execution continued). Returns ``{grade_id: {"ok", "error",
+    "seconds"}}``.
 
     The fast stand-in for an nbgrader autograde, used by the test suite to grade the reference, the skeleton
     and

@@ -3,11 +3,9 @@
     python solutions/homework/make_skeleton.py            # rewrites homework/*.py
     python solutions/homework/make_skeleton.py --check    # exit 1 if homework/ is out of date
 
-Every function listed in ``TASKS`` keeps its signature and docstring; its body becomes
-``raise NotImplementedError("homework task <id>: ...")`` (the task id is the rubric item). Private helpers
-listed
-in ``REMOVE`` (parts of a solution) are dropped. Everything else - config, dataset, metrics logger, entry
-point -
+Every function listed in ``TASKS`` keeps its signature and docstring; its body becomes ``raise
+NotImplementedError("homework task <id>: ...")`` (the task id is the rubric item). Private helpers listed in
+``REMOVE`` (parts of a solution) are dropped. Everything else - config, dataset, metrics logger, entry point -
 is given to the student as is, so the public API of both packages is identical (tests/test_homework_api.py).
 """
 

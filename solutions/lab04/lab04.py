@@ -634,8 +634,7 @@ def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_siz
 CFG5 = replace(CFG, stateless_rng=True)
 steps5 = pick(full=12, fast=9)
 target = lab04_elastic.uninterrupted_world(CFG5, steps5, 2)
-root5 = WORK / "recovery"
-root5.mkdir()
+root5 = Path(tempfile.mkdtemp(prefix="recovery-", dir=WORK))
 report = supervise(CFG5, str(root5), steps5, every=3, faults=[Fault("kill", rank=1, step=5)])
 display(pd.DataFrame({"attempts": [report.attempts], "failure": report.failures, "recovery_s": report.recovery_s,
                       "lost_steps": report.lost_steps, "wall_s": [report.wall_s]}))
@@ -649,14 +648,12 @@ for r, res in enumerate(report.results):
 print(f"exercise 5: recovered in {report.recovery_s[0]:.2f} s, {report.lost_steps[0]} steps recomputed, final "
       f"parameters bitwise equal to the uninterrupted run")
 ### BEGIN HIDDEN TESTS
-root5b = WORK / "recovery_b"
-root5b.mkdir()
+root5b = Path(tempfile.mkdtemp(prefix="recovery_b-", dir=WORK))
 rep_b = supervise(CFG5, str(root5b), 8, every=2, faults=[Fault("kill", rank=0, step=7)])
 assert rep_b.restarts == 1 and rep_b.lost_steps == [1], (rep_b.restarts, rep_b.lost_steps)
 assert rep_b.results[0]["start_step"] == 6
 assert torch.equal(rep_b.results[1]["params"], lab04_elastic.uninterrupted_world(CFG5, 8, 2))
-root5c = WORK / "recovery_c"
-root5c.mkdir()
+root5c = Path(tempfile.mkdtemp(prefix="recovery_c-", dir=WORK))
 try:
     supervise(CFG5, str(root5c), 6, every=3, faults=[Fault("raise", rank=1, step=2, attempt=None)],
               max_restarts=1)
@@ -676,8 +673,7 @@ except RuntimeError as exc:
 if course_dist.fast_mode():
     print("fast mode: torchrun drill skipped")
 else:
-    root_tr = WORK / "torchrun"
-    root_tr.mkdir()
+    root_tr = Path(tempfile.mkdtemp(prefix="torchrun-", dir=WORK))
     job = lab04_elastic.dump_job(str(WORK / "job.pkl"), train_job, CFG5, str(root_tr), 9, 3)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "--max-restarts", "1", "-m", "course_dist.run", "course_dist.labkit.lab04_elastic:run_pickled", job]

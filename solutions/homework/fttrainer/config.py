@@ -1,8 +1,8 @@
 """The trainer's one configuration object, its command line and its checks.
 
 Every field carries a docstring; :func:`build_parser` turns those docstrings into ``--help`` text, so the
-command line
-can never drift from the dataclass. The config is saved inside every checkpoint (``TrainConfig.to_dict``).
+command line can never drift from the dataclass. The config is saved inside every checkpoint
+(``TrainConfig.to_dict``).
 
     python -m fttrainer.train --help
 """

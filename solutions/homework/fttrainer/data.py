@@ -1,10 +1,8 @@
 """A deterministic synthetic dataset with a data contract (version, owner, event time, availability window).
 
 The metadata travels into every checkpoint and the metrics log; :func:`check_dataset` refuses to resume a run
-on a
-dataset whose version or contents differ from the ones the checkpoint was trained on - silently continuing on
-other
-data is the bug this prevents.
+on a dataset whose version or contents differ from the ones the checkpoint was trained on - silently
+continuing on other data is the bug this prevents.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Model, DDP wrapping, LR schedule and one optimizer step with gradient accumulation.
 
 One step on one rank: ``accum`` micro-batches; all but the last run under ``model.no_sync()`` so their
-gradients
-only accumulate locally, the last one's backward all-reduces the summed gradients, bucket by bucket,
-overlapped with
-the rest of the backward. One all-reduce per *optimizer step* instead of one per micro-batch is what buys the
-compute-per-byte this 2-core box needs (bench/bench_homework.py).
+gradients only accumulate locally, the last one's backward all-reduces the summed gradients, bucket by bucket,
+overlapped with the rest of the backward. One all-reduce per *optimizer step* instead of one per micro-batch
+is what buys the compute-per-byte this 2-core box needs (bench/bench_homework.py).
 """
 
 from __future__ import annotations
@@ -96,10 +94,8 @@ def train_step(
     """One optimizer step: ``no_sync`` accumulation, then one synchronised backward, then step the optimizer.
 
     ``probe`` runs just before the synchronised micro-batch (the trainer's one-scalar all-reduce that carries
-    the
-    SIGTERM flag): ranks arrive there after their local work, so the time spent in it is the time this rank
-    waited
-    for the slowest one.
+    the SIGTERM flag): ranks arrive there after their local work, so the time spent in it is the time this
+    rank waited for the slowest one.
     """
     accum = len(micro_batches)
     t0 = time.perf_counter()

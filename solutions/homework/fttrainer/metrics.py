@@ -3,8 +3,7 @@
 Each rank appends one row per step to ``<run_dir>/metrics/rank-<r>.jsonl`` and ``.csv``: step time split into
 local compute, the wait for the slowest rank (``wait_s``, measured in the pre-sync probe all-reduce) and the
 synchronised micro-batch (``sync_s``: last backward with the overlapped gradient all-reduce), samples/s and
-loss.
-The JSONL's first record of every attempt is a ``start`` event with the config and the dataset metadata.
+loss. The JSONL's first record of every attempt is a ``start`` event with the config and the dataset metadata.
 """
 
 from __future__ import annotations
@@ -84,10 +83,9 @@ def straggler_report(steps: pd.DataFrame, skip: int = 1) -> dict[str, Any]:
     """Name the slowest rank and how long the others waited for it.
 
     ``steps``: step rows of every rank (:func:`load_metrics`); the first ``skip`` steps of each attempt
-    (warm-up,
-    DDP bucket rebuild) are left out. The slowest rank is the one with the largest mean local time per step
-    (``step_s - wait_s - sync_s``); ``waited_s`` is the total time the *other* ranks spent in the wait probe.
-    Returns ``{"slowest_rank", "waited_s", "per_rank" (DataFrame), "text"}``.
+    (warm-up, DDP bucket rebuild) are left out. The slowest rank is the one with the largest mean local time
+    per step (``step_s - wait_s - sync_s``); ``waited_s`` is the total time the *other* ranks spent in the
+    wait probe. Returns ``{"slowest_rank", "waited_s", "per_rank" (DataFrame), "text"}``.
     """
     if steps.empty:
         raise ValueError("no step rows: did the run write metrics?")

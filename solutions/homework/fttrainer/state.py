@@ -1,10 +1,9 @@
 """What a checkpoint must hold for a resumed run to continue bit for bit.
 
 Shared (identical on every rank, written once): model, optimizer (AdamW moments), LR scheduler, step, epoch,
-the
-sampler's global position, the config and the dataset metadata. Per rank: every RNG the rank draws from (torch
-CPU,
-CUDA, Python ``random``, NumPy) - dropout masks come from them, and torchtitan, for one, does not save them.
+the sampler's global position, the config and the dataset metadata. Per rank: every RNG the rank draws from
+(torch CPU, CUDA, Python ``random``, NumPy) - dropout masks come from them, and torchtitan, for one, does not
+save them.
 """
 
 from __future__ import annotations
@@ -85,8 +84,7 @@ def restore_state(
     """Load a checkpoint into live objects; returns ``(step, epoch)``.
 
     ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then
-    starts
-    from a fresh, deterministic seed - exact continuation is only promised at the same world size.
+    starts from a fresh, deterministic seed - exact continuation is only promised at the same world size.
     """
     _unwrap(model).load_state_dict(shared["model"])
     optimizer.load_state_dict(shared["optimizer"])

@@ -1,9 +1,8 @@
 """The training loop: resume, train with DDP, checkpoint every N steps and on SIGTERM, log metrics.
 
 Works in three settings with one code path: a single process, ``torchrun`` (one or many machines; restarts
-re-enter
-here and auto-resume from the newest complete checkpoint), and a rank started by ``course_dist.launch`` in a
-notebook (the process group already exists).
+re-enter here and auto-resume from the newest complete checkpoint), and a rank started by
+``course_dist.launch`` in a notebook (the process group already exists).
 """
 
 from __future__ import annotations
@@ -106,23 +105,17 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     - resume from ``latest_checkpoint(<run_dir>/ckpt)`` if there is one: ``check_dataset`` first, then
       ``restore_state``;
     - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a
-    probe
-      that agrees on the SIGTERM flag (``any_rank``); steps count from 1; after an epoch's last step the epoch
-      counter moves on, so that step's checkpoint resumes at the next epoch's start;
+      probe that agrees on the SIGTERM flag (``any_rank``); steps count from 1; after an epoch's last step the
+      epoch counter moves on, so that step's checkpoint resumes at the next epoch's start;
     - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from,
-    dataset,
-      config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds) per save,
-      an
-      ``end`` event; with ``cfg.log_samples`` also ``<run_dir>/metrics/samples-rank<r>.jsonl`` lines
-      ``{"step", "epoch", "idx": [sample indices]}``;
+      dataset, config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds)
+      per save, an ``end`` event; with ``cfg.log_samples`` also ``<run_dir>/metrics/samples-rank<r>.jsonl``
+      lines ``{"step", "epoch", "idx": [sample indices]}``;
     - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after
-    SIGTERM
-      (then stop), and at the end if the last step is not saved yet;
+      SIGTERM (then stop), and at the end if the last step is not saved yet;
     - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from``
-    (step or
-      None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0
-      writes
-      it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to
+      (step or None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``.
+      Rank 0 writes it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to
       ``<run_dir>/final_params.pt``.
     """
     torch.set_num_threads(cfg.threads)
