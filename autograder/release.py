@@ -117,12 +117,40 @@ def generate_assignment(cfg: CourseConfig, lab: str) -> Path:
     app.force = True
     app.create_assignment = True
     result = capture(app)
+    if not result["success"] and "because there are submissions" in result.get("log", ""):
+        # nbgrader refuses to change a lab's cells once submissions exist. Sample submissions (make
+        # course) are regenerated anyway: drop them and retry; real students' grades are never dropped.
+        _drop_sample_submissions(cfg, lab)
+        app = GenerateAssignment(coursedir=coursedir, config=c)
+        app.force, app.create_assignment = True, True
+        result = capture(app)
     if not result["success"]:
         raise RuntimeError(
             f"nbgrader generate_assignment failed for {lab}:\n{result.get('log', '')}\n"
             f"{result.get('error', '')}"
         )
     return cfg.nbgrader_root / "release" / lab
+
+
+SAMPLE_STUDENTS = ("reference", "blank")  # plus every "mutant-*" (make course's samples)
+
+
+def _drop_sample_submissions(cfg: CourseConfig, lab: str) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
+        students = [sub.student.id for sub in gb.find_assignment(lab).submissions]
+        real = [s for s in students if s not in SAMPLE_STUDENTS and not s.startswith("mutant-")]
+        if real:
+            raise RuntimeError(
+                f"{lab}: the cells changed but {cfg.gradebook} holds {len(real)} graded student "
+                f"submission(s) ({real[:5]}...); nbgrader cannot change an assignment under them. Export "
+                "the grades (build/nbgrader/grades_nbgrader.csv), then move the gradebook aside and "
+                "regrade, or release into another build dir (CourseConfig(build=...))."
+            )
+        for student in students:
+            log.info("%s: dropping sample submission %s from the gradebook (cells changed)", lab, student)
+            gb.remove_submission(lab, student)
 
 
 def release_lab(cfg: CourseConfig, lab: str, *, write_labs: bool = True) -> Path:
