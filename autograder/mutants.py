@@ -121,8 +121,12 @@ def mutant_submission(cfg: CourseConfig, m: Mutant) -> nbformat.NotebookNode:
 
 
 def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None) -> None:
-    """Files beside the source (a reference package, data) into ``dest``; a file mutant is appended to its
-    target."""
+    """Files beside the source (a reference package, data) into ``dest``, folders renamed as the rubric's
+    ``submit_as`` says (the way a student submits them); a file mutant is appended to its target."""
+    from autograder.rubrics import load_rubric
+
+    rubric_file = cfg.rubric / f"{lab}.yaml"
+    rename = load_rubric(rubric_file).submit_as if rubric_file.exists() else {}
     dest.mkdir(parents=True, exist_ok=True)
     for item in sorted((cfg.solutions / lab).iterdir()):
         if item.name in (f"{lab}.py", "__pycache__") or item.suffix == ".ipynb":
@@ -130,14 +134,15 @@ def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None
         if item.is_dir():
             shutil.copytree(
                 item,
-                dest / item.name,
+                dest / rename.get(item.name, item.name),
                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
                 dirs_exist_ok=True,
             )
         else:
             shutil.copy2(item, dest / item.name)
     if m is not None and m.is_file_mutant:
-        target = dest / m.replaces
+        head, _, rest = m.replaces.partition("/")
+        target = dest / (f"{rename.get(head, head)}/{rest}" if rest else m.replaces)
         if not target.is_file():
             raise KeyError(f"mutant {m.name}: {m.replaces} is not a file beside solutions/{lab}/{lab}.py")
         with open(target, "a", encoding="utf-8") as fh:

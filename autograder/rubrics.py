@@ -41,6 +41,9 @@ class Rubric:
     title: str
     total: float
     exercises: tuple[Exercise, ...] = field(default_factory=tuple)
+    # folder beside the source -> the name a student submits it under (the homework's reference package
+    # ``fttrainer/`` is graded as the student's ``homework/``, so no grading path trusts a folder's name)
+    submit_as: dict[str, str] = field(default_factory=dict)
 
     def exercise(self, exercise_id: str) -> Exercise:
         for ex in self.exercises:
@@ -89,7 +92,12 @@ def load_rubric(path: Path) -> Rubric:
                 str(ex["id"]), str(ex.get("title", "")), tuple(ex.get("solution_cells") or ()), tuple(cells)
             )
         )
-    return Rubric(str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises))
+    submit_as = data.get("submit_as") or {}
+    if not isinstance(submit_as, dict) or not all(isinstance(v, str) and v for v in submit_as.values()):
+        raise ValueError(f"{where}: submit_as maps folder -> submitted name, got {submit_as!r}")
+    return Rubric(
+        str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises), dict(submit_as)
+    )
 
 
 def rubric_problems(rubric: Rubric, notebook_cells: dict[str, dict], solution_ids: set[str]) -> list[str]:

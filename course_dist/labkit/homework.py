@@ -2,8 +2,8 @@
 
 - :func:`package` - the adapter: which trainer package is graded. ``HW_PACKAGE`` names it (default
   ``homework``, the student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on
-  ``sys.path`` and on the workers' ``PYTHONPATH``. Without ``HW_PACKAGE``, a ``fttrainer/`` folder in the
-  working directory selects the reference.
+  ``sys.path`` and on the workers' ``PYTHONPATH``. Nothing is guessed from folder names: the grader
+  submits the reference, like every student, as a ``homework/`` package beside the notebook.
 - :func:`run_trainer` - ``python -m <pkg>.train`` (world 1) or ``torchrun --standalone`` (never a fixed port),
   in its own session, with a timeout; the whole process tree is killed on timeout or error.
 - :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` - for drills that signal a live job.
@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections import Counter
@@ -49,10 +48,9 @@ SMALL = {
 
 
 def package_name() -> str:
-    name = os.environ.get("HW_PACKAGE")
-    if name:
-        return name
-    return "fttrainer" if Path("fttrainer", "__init__.py").exists() else "homework"
+    # No guessing from folder names (a submitted ``fttrainer/`` must not be graded as the reference):
+    # the grader submits every package, the reference included, as ``homework/`` beside the notebook.
+    return os.environ.get("HW_PACKAGE") or "homework"
 
 
 def package() -> ModuleType:
@@ -321,71 +319,3 @@ def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) ->
         raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
     module.write_text(module.read_text() + "\n\n# ---- mutant " + Path(mutant).stem + " ----\n" + text)
     return target
-
-
-_EXEC = r"""
-import json, sys, time, traceback
-import jupytext
-nb = jupytext.read(sys.argv[1])
-ns = {"__name__": "__main__"}
-try:
-    from IPython.display import display
-except ImportError:
-    display = print
-ns["display"] = display
-results = {}
-for cell in nb.cells:
-    if cell.cell_type != "code":
-        continue
-    gid = cell.metadata.get("nbgrader", {}).get("grade_id", "?")
-    src = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
-    t0 = time.perf_counter()
-    try:
-        exec(compile(src, f"<cell {gid}>", "exec"), ns)
-        results[gid] = {"ok": True, "error": "", "seconds": time.perf_counter() - t0}
-    except BaseException as e:
-        results[gid] = {"ok": False, "error": "".join(traceback.format_exception_only(type(e), e))[-1500:],
-                        "seconds": time.perf_counter() - t0}
-    print(f"[cells] {gid}: {'ok' if results[gid]['ok'] else 'FAIL'} ({results[gid]['seconds']:.1f} s)",
-          file=sys.stderr, flush=True)
-print("@@RESULTS@@" + json.dumps(results))
-"""
-
-
-def execute_cells(
-    source: str | Path, env: dict[str, str], timeout: float = 900.0, cwd: str | Path | None = None
-) -> dict[str, dict[str, Any]]:
-    """Execute the code cells of a jupytext notebook in order in a fresh interpreter (one namespace, like a
-    kernel, errors recorded per cell and execution continued). Returns ``{grade_id: {"ok", "error",
-    "seconds"}}``.
-
-    The fast stand-in for an nbgrader autograde, used by the test suite to grade the reference, the skeleton
-    and
-    every mutant; ``env`` selects the package (``HW_PACKAGE``, ``HW_PACKAGE_DIR``) and ``COURSE_FAST``."""
-    cmd = [sys.executable, "-c", _EXEC, str(Path(source).resolve())]
-    full_env = dict(os.environ)
-    full_env.update(env)
-    p = subprocess.Popen(
-        cmd,
-        env=full_env,
-        cwd=cwd or tempfile.gettempdir(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop_tree(p)
-        out, err = p.communicate()
-        raise TimeoutError(f"cells did not finish in {timeout} s; stderr tail:\n{err[-3000:]}") from None
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    marker = out.rfind("@@RESULTS@@")
-    if marker < 0:
-        raise RuntimeError(f"cell runner crashed (exit {p.returncode}):\n{err[-3000:]}")
-    return json.loads(out[marker + len("@@RESULTS@@") :])
