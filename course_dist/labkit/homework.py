@@ -55,10 +55,18 @@ def package_name() -> str:
 
 def package() -> ModuleType:
     """Import the graded trainer package (the adapter: the only place that decides which one)."""
+    name = package_name()
     extra = os.environ.get("HW_PACKAGE_DIR")
-    if extra and extra not in sys.path:
+    if not extra and Path(name, "__init__.py").is_file():
+        extra = os.getcwd()  # the submission's own package beside the notebook (nbgrader runs cells there)
+    if extra:
+        # an absolute path, first: ranks and workers inherit sys.path, and the repo's skeleton ``homework``
+        # (on sys.path through the venv) must never shadow the submitted package of the same name
+        extra = str(Path(extra).resolve())
+        if extra in sys.path:
+            sys.path.remove(extra)
         sys.path.insert(0, extra)
-    return importlib.import_module(package_name())
+    return importlib.import_module(name)
 
 
 def package_root(pkg: ModuleType) -> Path:
