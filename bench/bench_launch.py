@@ -156,7 +156,10 @@ def main(quick: bool = False) -> str:
         "Targets (issue 2): >= 5x faster than mp.spawn at world 4 and < 1 s median once warm.",
         "The first call pays for starting the forkserver and importing torch in it, once;",
         "every later call forks its ranks from that server.",
-        "Quick runs are smoke tests: do not quote them.",
+        "Quick runs are smoke tests: do not quote them."
+        if quick
+        else "The forkserver preloads torch, torch.distributed and torch._dynamo once: that first call can\n"
+        "cost about one mp.spawn; every later launch (and every DDP construction in a rank) reuses it.",
         "",
     ]
     text = "\n".join(lines)
