@@ -50,6 +50,10 @@ def wrap_model(model: nn.Module, world_size: int, device: torch.device) -> nn.Mo
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW (the default) or plain SGD (``cfg.optimizer == "sgd"``: the drills' choice, since AdamW divides
+    a gradient by its own running magnitude and so hides a constant mistake in its scale)."""
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     return torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
@@ -75,11 +79,34 @@ class StepStats:
     loss: float
     """Mean training loss over this rank's micro-batches."""
     compute_s: float
-    """Forward/backward of the local micro-batches plus the optimizer step."""
+    """Local work: forward/backward of every micro-batch up to this rank's last gradient, plus the optimizer."""
     wait_s: float
-    """Blocked in the pre-sync probe: waiting for the slowest rank to arrive (straggler time)."""
+    """From this rank's last gradient being ready to the averaged gradients being there: waiting for the
+    slowest rank plus the part of the all-reduce that did not hide behind the backward."""
     sync_s: float
-    """The last micro-batch: forward + backward with the gradient all-reduce overlapped."""
+    """The ``probe`` after the optimizer step (the trainer's one-scalar all-reduce carrying the SIGTERM flag)."""
+
+
+class _GradClock:
+    """Time at which the last parameter's gradient of a backward was accumulated on this rank.
+
+    ``register_post_accumulate_grad_hook`` fires as each ``.grad`` is written, before DDP's reducer *waits*
+    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end of this
+    rank's own compute; what the backward spends after it is waiting for the others. (A probe collective
+    before the last micro-batch cannot see a rank that is slow *inside* forward/backward, e.g. with accum 1.)"""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.last = 0.0
+        self._handles = [
+            p.register_post_accumulate_grad_hook(self._tick) for p in model.parameters() if p.requires_grad
+        ]
+
+    def _tick(self, _param: torch.Tensor) -> None:
+        self.last = time.perf_counter()
+
+    def close(self) -> None:
+        for h in self._handles:
+            h.remove()
 
 
 def train_step(
@@ -91,35 +118,39 @@ def train_step(
     device: torch.device,
     probe: Callable[[], None] | None = None,
 ) -> StepStats:
-    """One optimizer step: ``no_sync`` accumulation, then one synchronised backward, then step the optimizer.
+    """One optimizer step: ``no_sync`` accumulation, one synchronised backward, the optimizer, then ``probe``.
 
-    ``probe`` runs just before the synchronised micro-batch (the trainer's one-scalar all-reduce that carries
-    the SIGTERM flag): ranks arrive there after their local work, so the time spent in it is the time this
-    rank waited for the slowest one.
+    Each micro-batch's loss is divided by ``accum`` so the summed gradient is the mean over this rank's share;
+    DDP averages over ranks: the result is the gradient of the mean loss over the global batch.
     """
     accum = len(micro_batches)
     t0 = time.perf_counter()
     optimizer.zero_grad(set_to_none=True)
     total = 0.0
-    wait_s = sync_s = 0.0
-    for i, idx in enumerate(micro_batches):
-        last = i == accum - 1
-        if last and probe is not None:
-            tw = time.perf_counter()
-            probe()
-            wait_s = time.perf_counter() - tw
-        ts = time.perf_counter()
-        # Gradients of the first accum-1 micro-batches stay local; the forward must run inside no_sync too.
-        ctx = model.no_sync() if (isinstance(model, DDP) and not last) else nullcontext()
-        with ctx:
-            x, y = data.batch(idx)
-            loss = F.cross_entropy(model(x.to(device)), y.to(device)) / accum  # mean over the global batch
-            loss.backward()
-        total += loss.item()
-        if last:
-            sync_s = time.perf_counter() - ts
+    clock = _GradClock(model)
+    try:
+        for i, idx in enumerate(micro_batches):
+            last = i == accum - 1
+            # Gradients of the first accum-1 micro-batches stay local; the forward must run inside no_sync too.
+            ctx = model.no_sync() if (isinstance(model, DDP) and not last) else nullcontext()
+            with ctx:
+                x, y = data.batch(idx)
+                loss = (
+                    F.cross_entropy(model(x.to(device)), y.to(device)) / accum
+                )  # mean over the global batch
+                loss.backward()
+            if last:
+                wait_s = time.perf_counter() - clock.last if isinstance(model, DDP) else 0.0
+            total += loss.item()
+    finally:
+        clock.close()
     optimizer.step()
     scheduler.step()
+    sync_s = 0.0
+    if probe is not None:
+        ts = time.perf_counter()
+        probe()  # after the gradient all-reduce the ranks are in step: this costs one latency, not a wait
+        sync_s = time.perf_counter() - ts
     step_s = time.perf_counter() - t0
     return StepStats(loss=total, compute_s=step_s - wait_s - sync_s, wait_s=wait_s, sync_s=sync_s)
 

@@ -84,8 +84,15 @@ def restore_state(
     """Load a checkpoint into live objects; returns ``(step, epoch)``.
 
     ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then
-    starts from a fresh, deterministic seed - exact continuation is only promised at the same world size.
+    starts from a fresh, deterministic seed - exact continuation is only promised at the same world size. At
+    the saved world size every rank must have its own ``local`` (a ValueError otherwise): reseeding a rank
+    that existed would silently change its dropout masks.
     """
+    if local is None and int(shared["world_size"]) == sampler.world_size:
+        raise ValueError(
+            f"rank {sampler.rank} has no saved state in a checkpoint of the same world size "
+            f"{sampler.world_size}: refusing to resume with a reseeded RNG"
+        )
     _unwrap(model).load_state_dict(shared["model"])
     optimizer.load_state_dict(shared["optimizer"])
     scheduler.load_state_dict(shared["scheduler"])
