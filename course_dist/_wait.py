@@ -63,8 +63,13 @@ def _trace_frame(run_dir: str, world: int, enabled: bool) -> Any:
     return to_frame(_record.read_trace(run_dir, world), world)
 
 
-def _first_line(text: str) -> str:
-    return (text or "").strip().splitlines()[0][:200] if (text or "").strip() else ""
+def _first_line(text: str, limit: int = 400) -> str:
+    """The first line of a message, shortened only past ``limit``, then at a word boundary (never mid-word)."""
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    if len(line) <= limit:
+        return line
+    cut = line.rfind(" ", 0, limit)
+    return line[: cut if cut > limit // 2 else limit].rstrip() + " [...]"
 
 
 class _Run:
@@ -112,6 +117,7 @@ class _Run:
 def supervise(
     procs: list[Any], run_dir: str, world: int, timeout: float, stream: bool, trace: bool
 ) -> Outcome:
+    __tracebackhide__ = True  # IPython folds this frame: the student sees their cell, then the error
     run = _Run(procs, run_dir, world, stream)
     deadline = time.monotonic() + timeout
     while True:
@@ -135,6 +141,7 @@ def supervise(
 
 
 def _fail(run: _Run, trace: bool) -> None:
+    __tracebackhide__ = True
     grace_end = time.monotonic() + FAILURE_GRACE_S
     while run.live() and time.monotonic() < grace_end:
         run.wait(min(0.05, grace_end - time.monotonic()))

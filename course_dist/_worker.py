@@ -87,13 +87,40 @@ def _wait_for_port(run_dir: str, timeout: float) -> int:
             time.sleep(0.002)
 
 
+def _is_library(filename: str) -> bool:
+    """Frames a student did not write: torch, site-packages, the standard library, course_dist itself."""
+    f = filename.replace(os.sep, "/")
+    return any(part in f for part in ("/site-packages/", "/lib/python3", "/course_dist/", "<frozen "))
+
+
 def _format_tb(e: BaseException) -> str:
-    """The traceback without the launcher's own frames (worker bootstrap, collective recorder)."""
+    """The traceback with the student's frames in full and every run of library frames folded to one line.
+
+    The launcher's own frames (worker bootstrap, collective recorder) are dropped entirely; torch's are folded
+    ("... 3 library frames: torch/distributed/distributed_c10d.py ...") so the line that called into torch is
+    the last thing a student reads before the error itself.
+    """
     te = traceback.TracebackException(type(e), e, e.__traceback__)
     ours = (os.path.join("course_dist", "_worker.py"), os.path.join("course_dist", "_record.py"))
-    kept = [f for f in te.stack if not f.filename.endswith(ours)]
-    te.stack = traceback.StackSummary.from_list(kept)
-    return "".join(te.format())
+    frames = [f for f in te.stack if not f.filename.endswith(ours)]
+    out, run = ["Traceback (most recent call last):\n"], []
+
+    def flush() -> None:
+        if run:
+            names = sorted({"/".join(f.filename.replace(os.sep, "/").split("/")[-2:]) for f in run})
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            out.append(f"  [... {len(run)} library frame{'s' * (len(run) > 1)} folded: {shown}]\n")
+            run.clear()
+
+    for f in frames:
+        if _is_library(f.filename):
+            run.append(f)
+            continue
+        flush()
+        out.extend(traceback.StackSummary.from_list([f]).format())
+    flush()
+    out.extend(te.format_exception_only())
+    return "".join(out)
 
 
 def main(spec: dict[str, Any]) -> None:
@@ -176,8 +203,12 @@ def main(spec: dict[str, Any]) -> None:
                 rank,
                 {"ok": False, "t": t, "exc_type": type(e).__name__, "message": str(e), "traceback": tb},
             )
-        finally:
+        except BaseException:  # noqa: B036 - no result file: the stderr stream is the only report left
             sys.stderr.write(tb)
+            raise
+        finally:
+            # The launcher reports this traceback (headline first); streaming it too would print it twice,
+            # above the headline.
             _flush()
             os._exit(1)
     _flush()

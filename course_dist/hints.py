@@ -1,12 +1,12 @@
-"""Staged hints: ``hint("lab02.sampler")`` reveals the next of three stages; ``hint(id, stage=2)`` a given
-one.
+"""Staged hints: ``hint("lab02.sampler")`` shows stage 1 (a nudge); ``hint(id, 2)`` the approach,
+``hint(id, 3)`` the near-solution. Asking is always deliberate: nothing advances by itself (running a notebook
+top to bottom, or a cell twice, never reveals more than the stage asked for).
 
 Hints are data (``hints.yaml`` beside the lab: a nudge, an approach, a near-solution per graded exercise).
 They are
 looked up next to the running notebook first (the release copies ``hints.yaml`` into ``labs/<lab>/``), then
 in the
-repository's ``solutions/<lab>/hints.yaml``. Which stage was shown is remembered per kernel (per Python
-process).
+repository's ``solutions/<lab>/hints.yaml``.
 
 In a notebook the hint renders as Markdown; elsewhere it is written as plain text to stdout::
 
@@ -20,7 +20,6 @@ from pathlib import Path
 
 STAGES = ("nudge", "approach", "near-solution")
 _REPO = Path(__file__).resolve().parents[1]
-_shown: dict[str, int] = {}  # hint id -> highest stage shown in this kernel
 
 
 def _candidates(lab: str) -> list[Path]:
@@ -69,21 +68,16 @@ def _find(hint_id: str) -> tuple[list[str], Path]:
     raise KeyError(f"unknown hint id {hint_id!r}; known ids: {sorted(known) or 'none'} (from {where})")
 
 
-def get_hint(hint_id: str, stage: int | None = None) -> tuple[int, str]:
-    """(stage, text) for ``hint_id``: the given stage, or the one after the last shown (the last one
-    repeats)."""
+def get_hint(hint_id: str, stage: int = 1) -> tuple[int, str]:
+    """(stage, text) for ``hint_id`` at ``stage`` (1 = nudge, 2 = approach, 3 = near-solution)."""
     stages, _ = _find(hint_id)
-    if stage is None:
-        stage = min(_shown.get(hint_id, 0) + 1, len(stages))
-    elif not isinstance(stage, int) or isinstance(stage, bool) or not 1 <= stage <= len(stages):
+    if not isinstance(stage, int) or isinstance(stage, bool) or not 1 <= stage <= len(stages):
         raise ValueError(f"stage must be an integer 1..{len(stages)}, got {stage!r}")
-    _shown[hint_id] = max(_shown.get(hint_id, 0), stage)
     return stage, stages[stage - 1]
 
 
 def reset_hints() -> None:
-    """Forget which stages were shown (a fresh kernel does the same)."""
-    _shown.clear()
+    """Kept for compatibility: hints hold no state any more."""
 
 
 def _in_notebook() -> bool:
@@ -94,15 +88,14 @@ def _in_notebook() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
-def hint(hint_id: str, stage: int | None = None) -> None:
-    """Show the next hint stage for ``hint_id`` (or ``stage`` 1-3): Markdown in a notebook, plain text
-    elsewhere.
+def hint(hint_id: str, stage: int = 1) -> None:
+    """Show stage ``stage`` (1-3) of the hint for ``hint_id``: Markdown in a notebook, plain text elsewhere.
 
     Raises KeyError (listing the known ids) for an unknown id, ValueError for a stage outside 1..3.
     """
     n, text = get_hint(hint_id, stage)
     title = f"Hint {n}/{len(STAGES)} ({STAGES[n - 1]}) for {hint_id}"
-    more = "" if n < len(STAGES) else " (that was the last stage)"
+    more = f" - next: hint({hint_id!r}, {n + 1})" if n < len(STAGES) else " (the last stage)"
     if _in_notebook():
         from IPython.display import Markdown, display
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from course_dist import _mp, _supervise, _worker
 from course_dist._log import get_logger
+from course_dist.errors import LaunchTimeout, RankError
 
 log = get_logger("course_dist.launch")
 _DEBUG_LEVELS = ("OFF", "INFO", "DETAIL")
@@ -56,7 +57,17 @@ def _resolve_backend(backend: str, world_size: int) -> str:
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if backend == "auto":
-        return "nccl" if gpus >= world_size else "gloo"
+        if gpus >= world_size:
+            return "nccl"
+        if gpus:  # a GPU node with too few GPUs: say so, or a student thinks they measured NCCL
+            log.warning(
+                "backend='auto': world_size=%d needs one GPU per rank but %d GPU(s) are visible; "
+                "falling back to gloo on the CPU (use world_size<=%d for NCCL)",
+                world_size,
+                gpus,
+                gpus,
+            )
+        return "gloo"
     if backend == "nccl" and gpus < world_size:
         raise ValueError(
             f"backend='nccl' needs one CUDA GPU per rank: world_size={world_size} but {gpus} GPU(s) visible. "
@@ -148,6 +159,7 @@ def launch(
         LaunchTimeout: not all ranks finished within ``timeout``; carries stacks and last collectives.
         ValueError, TypeError: bad arguments (nothing is started).
     """
+    __tracebackhide__ = True  # IPython hides this frame: a failure points at the student's cell
     t0 = time.perf_counter()
     kwargs = dict(kwargs or {})
     _validate(fn, world_size, timeout, threads_per_rank, debug)
@@ -211,7 +223,12 @@ def launch(
         os.replace(port_file + ".tmp", port_file)
         from course_dist._wait import supervise
 
-        values = supervise(procs, run_dir, world_size, timeout, stream, bool(trace))
+        try:
+            values = supervise(procs, run_dir, world_size, timeout, stream, bool(trace))
+        except (RankError, LaunchTimeout) as exc:
+            # Re-raised here with no traceback of the launcher's internals: the student's cell is the frame
+            # they see, and the message (headline first, their rank's frames) carries everything else.
+            raise exc.with_traceback(None) from None
         result = LaunchResult(values.values)
         result.stdout, result.stderr, result.trace = values.stdout, values.stderr, values.trace
         result.start_method, result.backend = method, backend

@@ -187,3 +187,30 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def deep_library_error():
+    # the student's line calls into torch, which raises several frames down
+    dist.all_reduce(torch.ones(2), op="not-an-op")
+
+
+def test_library_frames_are_folded_and_headline_is_whole():
+    with pytest.raises(RankError) as ei:
+        launch(deep_library_error, 2, timeout=20)
+    tb = ei.value.remote_traceback
+    assert "in deep_library_error" in tb and 'op="not-an-op"' in tb, tb
+    assert "library frame" in tb and "folded" in tb, tb
+    assert "distributed_c10d.py\", line" not in tb, f"torch frames should be folded:\n{tb}"
+
+
+def long_message():
+    if course_dist.rank() == 0:
+        raise ValueError("word " * 200 + "END")
+    dist.barrier()
+
+
+def test_long_messages_are_never_cut_mid_word():
+    with pytest.raises(RankError) as ei:
+        launch(long_message, 2, timeout=20)
+    head = str(ei.value).splitlines()[0]
+    assert head.endswith("word [...]"), head[-60:]
