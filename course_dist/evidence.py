@@ -1,9 +1,9 @@
-"""Evidence for the trusted judge: what a hidden test cell *records* instead of deciding (DESIGN.md, grading contract).
+"""Evidence for the trusted judge: what a hidden test cell *records* instead of deciding (DESIGN.md).
 
 A graded test cell runs in the student's (sandboxed) kernel, so nothing it decides there can be trusted: the
 student's code shares the process and can patch ``torch.allclose``, clear errors or fake results. Instead the
-hidden part of a test cell records the student's outputs on inputs drawn at grading time, and a judge outside the
-sandbox (``autograder.judge``) compares them with what the *reference* run recorded for the same seed::
+hidden part of a test cell records the student's outputs on inputs drawn at grading time, and a judge outside
+the sandbox (``autograder.judge``) compares them with what the *reference* run recorded for the same seed::
 
     from course_dist.evidence import Evidence, grading_seed
 
@@ -13,10 +13,11 @@ sandbox (``autograder.judge``) compares them with what the *reference* run recor
     ev.close("params after 4 steps", state, atol=1e-5)
     ev.rule("card", {"card": ..., "measured": ...}, rule="common.card", rtol=0.25)
 
-Values: ``None``, ``bool``, ``int``, ``float``, ``str``, ``torch.Tensor`` and lists/tuples/str-keyed dicts of these
-(what ``torch.load(weights_only=True)`` reads back - never an arbitrary pickle). Each call rewrites
-``$COURSE_EVIDENCE_DIR/<grade_id>.pt`` atomically, so a cell that dies half-way leaves what it recorded so far.
-Without ``COURSE_EVIDENCE_DIR`` (a student's own run) evidence stays in memory and the notebook behaves the same.
+Values: ``None``, ``bool``, ``int``, ``float``, ``str``, ``torch.Tensor`` and lists/tuples/str-keyed dicts of
+these (what ``torch.load(weights_only=True)`` reads back - never an arbitrary pickle). Each call rewrites
+``$COURSE_EVIDENCE_DIR/<grade_id>.pt`` atomically, so a cell that dies half-way leaves what it recorded so
+far. Without ``COURSE_EVIDENCE_DIR`` (a student's own run) evidence stays in memory; the notebook behaves the
+same.
 
 The comparison spec a cell states (``equal``/``close``/``rule`` and its parameters) is only *read from the
 reference run*; a student's arguments are ignored by the judge.
@@ -79,13 +80,13 @@ def _clean(value: Any, where: str) -> Any:
     except ImportError:  # pragma: no cover - numpy ships with torch's deps here
         pass
     raise ValueError(
-        f"evidence {where}: unsupported type {type(value).__name__}; record None/bool/int/float/str/tensors or "
-        "lists/dicts of them (DataFrame: df.to_dict('list'); numpy: torch.as_tensor)"
+        f"evidence {where}: unsupported type {type(value).__name__}; record None/bool/int/float/str/tensors "
+        "or lists/dicts of them (DataFrame: df.to_dict('list'); numpy: torch.as_tensor)"
     )
 
 
 class Evidence:
-    """What one graded test cell recorded. ``Evidence(grade_id)`` starts empty (re-running a cell starts over)."""
+    """What one graded test cell recorded; ``Evidence(grade_id)`` starts empty (a re-run cell starts over)."""
 
     def __init__(self, grade_id: str) -> None:
         if not isinstance(grade_id, str) or not _GRADE_ID.match(grade_id):
@@ -98,7 +99,7 @@ class Evidence:
 
     # ---- the three kinds of check -------------------------------------------------------------------------
     def equal(self, key: str, value: Any) -> Any:
-        """Judge: the student's value equals the reference's exactly (tensors: shape, dtype and every element)."""
+        """Judge: the student's value equals the reference's exactly (tensors: shape, dtype, values)."""
         return self._put(key, value, {"cmp": "equal"})
 
     def close(self, key: str, value: Any, *, atol: float = 0.0, rtol: float = 0.0) -> Any:
@@ -114,7 +115,7 @@ class Evidence:
         return self._put(key, value, {"cmp": "close", "atol": float(atol), "rtol": float(rtol)})
 
     def rule(self, key: str, value: Any, *, rule: str, **params: Any) -> Any:
-        """Judge: ``autograder.judges.<module>.<function>(student_value, reference_value, **params)`` passes."""
+        """Judge: ``autograder.judges.<module>.<function>(student, reference, **params)`` passes."""
         if not isinstance(rule, str) or not _RULE.match(rule):
             raise ValueError(f"rule must look like '<module>.<function>' (e.g. 'common.card'), got {rule!r}")
         return self._put(key, value, {"cmp": "rule", "rule": rule, "params": _clean(params, f"{key} params")})
@@ -140,7 +141,7 @@ class Evidence:
         if size > MAX_BYTES:
             tmp.unlink()
             raise ValueError(
-                f"evidence of {self.grade_id} is {size} bytes (> {MAX_BYTES}): record summaries, not whole models"
+                f"evidence of {self.grade_id} is {size} bytes (> {MAX_BYTES}): record summaries, not models"
             )
         os.replace(tmp, self.path)  # atomic: the judge never reads half a file
 

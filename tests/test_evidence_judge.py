@@ -1,4 +1,4 @@
-"""The evidence writer (course_dist.evidence) and the trusted judge (autograder.judge) agree on one safe format."""
+"""The evidence writer (course_dist.evidence) and the trusted judge (autograder.judge) share one format."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 - every written question is visible: its prompt is a markdown cell right above the answer cell;
 - showing a hint is deliberate: no ``hint(...)`` call in any code cell;
 - every auto-graded test cell records evidence for the trusted judge (grading contract);
-- a lab's core path fits 90 minutes: <= 5 core exercises, ~100 lines of student code, stretch <= 15 points, and
-  every exercise heading states its points and time.
+- a lab's core path fits 90 minutes: <= 5 core exercises, ~100 lines of student code, stretch <= 15
+  points, and every exercise heading states its points and time.
 """
 
 from __future__ import annotations
@@ -47,11 +47,15 @@ def test_every_written_question_is_visible_in_the_release(fresh: Path, lab: str)
         prompt = prev.source.strip() if prev is not None and prev.cell_type == "markdown" else ""
         m = WRITTEN.match(prompt)
         if prev is None or nbgrader_meta(prev).get("solution") or not m:
-            hidden.append(f"{meta['grade_id']}: the cell above must be the question, starting "
-                          f"'**Written ({meta.get('points')} points).**' (found {prompt[:60]!r})")
+            hidden.append(
+                f"{meta['grade_id']}: the cell above must be the question, starting "
+                f"'**Written ({meta.get('points')} points).**' (found {prompt[:60]!r})"
+            )
         elif float(m.group(1)) != float(meta.get("points", 0)):
-            hidden.append(f"{meta['grade_id']}: question says {m.group(1)} points, the cell is worth "
-                          f"{meta.get('points')}")
+            hidden.append(
+                f"{meta['grade_id']}: question says {m.group(1)} points, the cell is worth "
+                f"{meta.get('points')}"
+            )
     assert not hidden, f"{lab}: written questions a student cannot read:\n  " + "\n  ".join(hidden)
 
 
@@ -65,8 +69,10 @@ def test_no_hint_is_shown_without_being_asked(lab: str) -> None:
         for line in cell.source.splitlines()
         if HINT_CALL.search(line.split("#", 1)[0])
     ]
-    assert not calls, f"{lab}: hint() calls in code cells reveal hints unasked (put them in markdown):\n  " + \
-        "\n  ".join(calls)
+    assert not calls, (
+        f"{lab}: hint() calls in code cells reveal hints unasked (put them in markdown):\n  "
+        + "\n  ".join(calls)
+    )
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -84,7 +90,7 @@ def test_every_auto_test_cell_records_evidence(lab: str) -> None:
             missing.append(gid)
     assert not missing, (
         f"{lab}: auto-graded cells whose hidden part records no evidence for the judge "
-        f"(Evidence(\"<grade_id>\") inside BEGIN HIDDEN TESTS): {missing}"
+        f'(Evidence("<grade_id>") inside BEGIN HIDDEN TESTS): {missing}'
     )
 
 
