@@ -33,8 +33,11 @@ test: venv
 	@$(VPY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no tests (exit 5)" >&2; exit 1; fi; exit $$rc
 
+# A student's own copy in work/ (git-ignored): made once, never overwritten by `git pull` + a new release.
+# On a GPU node over ssh: make lab NO_BROWSER=1 (then open the printed URL through an ssh tunnel).
 lab: venv
-	$(VENV)/bin/jupyter lab labs/
+	$(VPY) -m course_dist.workcopy
+	$(VENV)/bin/jupyter lab --notebook-dir=work $(if $(NO_BROWSER),--no-browser --ip=127.0.0.1)
 
 bench: venv
 	$(VPY) -m bench
