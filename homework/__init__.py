@@ -5,13 +5,22 @@
 Modules (one concept each): ``config`` (dataclass + CLI), ``data`` (synthetic dataset + data contract),
 ``sampler`` (elastic exactly-once sampling), ``ddp`` (model, DDP, no_sync accumulation, LR schedule),
 ``distributed`` (restart-safe process group), ``state`` (what a checkpoint holds), ``checkpoint`` (atomic
-save/resume), ``metrics`` (per-rank logs, straggler report), ``trainer`` (the loop), ``train`` (entry point),
+two-phase save/resume), ``metrics`` (per-rank logs, straggler report), ``trainer`` (setup, resume,
+loop, save, metrics row, finish), ``preemption`` (SIGTERM, SLURM requeue, fault hook), ``train`` (entry
+point),
 ``scaling`` (world 1/2/4 experiment). Entry point: ``python -m homework.train --help``; the loop itself is
 ``homework.trainer.train(cfg)`` (not re-exported: ``homework.train`` is the entry-point module).
 """
 
-from .checkpoint import latest_checkpoint, load_checkpoint, prune, save_checkpoint, verify_checkpoint
-from .config import TrainConfig, build_parser
+from .checkpoint import (
+    checkpoint_problem,
+    latest_checkpoint,
+    load_checkpoint,
+    prune,
+    save_checkpoint,
+    verify_checkpoint,
+)
+from .config import ConfigMismatchError, TrainConfig, build_parser, check_resume_config
 from .data import DatasetMeta, DatasetMismatchError, SyntheticDataset, check_dataset
 from .ddp import build_model, make_scheduler, train_step
 from .metrics import MetricsLogger, load_metrics, straggler_report
@@ -21,6 +30,9 @@ from .state import capture_state, restore_state, rng_state, set_rng_state
 from .trainer import param_digest
 
 __all__ = [
+    "ConfigMismatchError",
+    "check_resume_config",
+    "checkpoint_problem",
     "DatasetMeta",
     "DatasetMismatchError",
     "ElasticSampler",

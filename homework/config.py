@@ -40,12 +40,16 @@ class TrainConfig:
     micro_batch: int = 128
     """Samples per forward/backward on one rank; gradient accumulation makes up the rest of the global
     batch."""
+    optimizer: str = "adamw"
+    """Optimizer: adamw, or sgd (plain SGD without momentum: its update is -lr x gradient, so a
+    gradient scaled
+    by mistake shows in the parameters; AdamW's normalisation hides a constant scale)."""
     lr: float = 1e-3
-    """Peak learning rate of AdamW."""
+    """Peak learning rate."""
     warmup_steps: int = 10
     """Linear warm-up steps before the cosine decay to 10% of ``lr``."""
     weight_decay: float = 0.0
-    """AdamW weight decay."""
+    """Weight decay (decoupled for AdamW)."""
     dropout: float = 0.0
     """Dropout probability after each hidden layer (> 0 makes the run depend on the RNG state)."""
     in_dim: int = 256
@@ -77,6 +81,14 @@ class TrainConfig:
     """torch intra-op threads per rank (more ranks x threads than cores slows everything down)."""
     log_every: int = 10
     """Log a progress line every this many steps on rank 0 (metrics files get every step)."""
+    requeue: bool = True
+    """After a SIGTERM checkpoint under SLURM (``SLURM_JOB_ID`` set), rank 0 runs ``scontrol requeue
+    $SLURM_JOB_ID`` so that a time limit or a preemption resumes instead of ending the job COMPLETED."""
+
+    def __post_init__(self) -> None:
+        # Validated when built (as torchtitan's JobConfig): a bad value fails at once, naming the field, not
+        # at the first checkpoint after an hour of training - and not once per torchrun restart.
+        validate(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -91,8 +103,83 @@ class TrainConfig:
 
     @classmethod
     def from_cli(cls, argv: list[str] | None = None) -> TrainConfig:
-        ns = build_parser().parse_args(argv)
-        return cls(**vars(ns))
+        parser = build_parser()
+        ns = parser.parse_args(argv)
+        try:
+            return cls(**vars(ns))
+        except ValueError as e:  # a bad value: argparse's usage + message, exit status 2
+            parser.error(str(e))
+            raise  # unreachable: parser.error exits
+
+
+#: Fields that define the optimisation problem: a resume under other values is refused (naming them), because
+#: the restored optimizer/scheduler state would silently override some (lr) and others (dropout, epochs, the
+#: model shape, the data) would change the run without a trace. Other fields (run_dir, ckpt_every, keep_last,
+#: micro_batch, backend, threads, log_*) may change between attempts: they do not change the mathematics
+#: (micro_batch only the summation order), and an elastic resize may need another micro_batch.
+TRAINING_FIELDS = (
+    "seed",
+    "epochs",
+    "global_batch",
+    "optimizer",
+    "lr",
+    "warmup_steps",
+    "weight_decay",
+    "dropout",
+    "in_dim",
+    "hidden",
+    "depth",
+    "classes",
+    "data_size",
+    "data_seed",
+)
+
+
+class ConfigMismatchError(ValueError):
+    """Resuming a checkpoint under a config whose training-relevant fields differ."""
+
+
+def check_resume_config(saved: dict[str, Any], current: TrainConfig) -> None:
+    """Raise :class:`ConfigMismatchError` naming every training field whose value differs from the
+    saved one."""
+    raise NotImplementedError(
+        "homework task recovery: refuse a resume whose training fields differ, naming them"
+    )
+
+
+def validate(cfg: TrainConfig) -> None:
+    """ValueError naming the first field whose value is out of range (and the value received)."""
+
+    def need(ok: bool, name: str, rule: str) -> None:
+        if not ok:
+            raise ValueError(f"TrainConfig.{name} must be {rule}, got {getattr(cfg, name)!r}")
+
+    for name in (
+        "epochs",
+        "global_batch",
+        "micro_batch",
+        "in_dim",
+        "hidden",
+        "depth",
+        "threads",
+        "keep_last",
+    ):
+        need(isinstance(getattr(cfg, name), int) and getattr(cfg, name) >= 1, name, ">= 1")
+    for name in ("max_steps", "warmup_steps", "ckpt_every", "log_every"):
+        need(isinstance(getattr(cfg, name), int) and getattr(cfg, name) >= 0, name, ">= 0")
+    need(cfg.classes >= 2, "classes", ">= 2")
+    need(cfg.lr > 0, "lr", "> 0")
+    need(cfg.weight_decay >= 0, "weight_decay", ">= 0")
+    need(0.0 <= cfg.dropout < 1.0, "dropout", "in [0, 1)")
+    need(cfg.optimizer in ("adamw", "sgd"), "optimizer", "'adamw' or 'sgd'")
+    need(cfg.backend in ("auto", "gloo", "nccl"), "backend", "'auto', 'gloo' or 'nccl'")
+    need(
+        cfg.global_batch % cfg.micro_batch == 0,
+        "global_batch",
+        f"a multiple of micro_batch={cfg.micro_batch}",
+    )
+    need(cfg.data_size >= cfg.global_batch, "data_size", f">= global_batch={cfg.global_batch}")
+    need(bool(cfg.run_dir), "run_dir", "a non-empty path")
 
 
 @lru_cache(maxsize=1)
@@ -109,6 +196,11 @@ def field_docs() -> dict[str, str]:
         ):
             docs[node.target.id] = " ".join(str(nxt.value.value).split())  # type: ignore[attr-defined]
     return docs
+
+
+def _help(docs: dict[str, str], name: str) -> str:
+    # argparse %-formats help strings (for %(default)s): a literal "10% of" must be written "10%% of"
+    return docs.get(name, "").replace("%", "%%")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,11 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
                 dest=f.name,
                 action=argparse.BooleanOptionalAction,
                 default=f.default,
-                help=docs.get(f.name, ""),
+                help=_help(docs, f.name),
             )
         else:
             typ = types[f.type if isinstance(f.type, str) else f.type.__name__]
-            p.add_argument(flag, dest=f.name, type=typ, default=f.default, help=docs.get(f.name, ""))
+            p.add_argument(flag, dest=f.name, type=typ, default=f.default, help=_help(docs, f.name))
     return p
 
 

@@ -10,6 +10,7 @@ is what buys the compute-per-byte this 2-core box needs (bench/bench_homework.py
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +42,10 @@ def wrap_model(model: nn.Module, world_size: int, device: torch.device) -> nn.Mo
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW (the default) or plain SGD (``cfg.optimizer == "sgd"``: the drills' choice, since AdamW divides
+    a gradient by its own running magnitude and so hides a constant mistake in its scale)."""
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     return torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
 
@@ -58,11 +63,38 @@ class StepStats:
     loss: float
     """Mean training loss over this rank's micro-batches."""
     compute_s: float
-    """Forward/backward of the local micro-batches plus the optimizer step."""
+    """Local work: forward/backward of every micro-batch up to this rank's last gradient, plus the
+    optimizer."""
     wait_s: float
-    """Blocked in the pre-sync probe: waiting for the slowest rank to arrive (straggler time)."""
+    """From this rank's last gradient being ready to the averaged gradients being there: waiting for the
+    slowest rank plus the part of the all-reduce that did not hide behind the backward."""
     sync_s: float
-    """The last micro-batch: forward + backward with the gradient all-reduce overlapped."""
+    """The ``probe`` after the optimizer step (the trainer's one-scalar all-reduce carrying the SIGTERM
+    flag)."""
+
+
+class _GradClock:
+    """Time at which the last parameter's gradient of a backward was accumulated on this rank.
+
+    ``register_post_accumulate_grad_hook`` fires as each ``.grad`` is written, before DDP's reducer *waits*
+    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end
+    of this
+    rank's own compute; what the backward spends after it is waiting for the others. (A probe collective
+    before the last micro-batch cannot see a rank that is slow *inside* forward/backward, e.g. with
+    accum 1.)"""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.last = 0.0
+        self._handles = [
+            p.register_post_accumulate_grad_hook(self._tick) for p in model.parameters() if p.requires_grad
+        ]
+
+    def _tick(self, _param: torch.Tensor) -> None:
+        self.last = time.perf_counter()
+
+    def close(self) -> None:
+        for h in self._handles:
+            h.remove()
 
 
 def train_step(
@@ -74,11 +106,10 @@ def train_step(
     device: torch.device,
     probe: Callable[[], None] | None = None,
 ) -> StepStats:
-    """One optimizer step: ``no_sync`` accumulation, then one synchronised backward, then step the optimizer.
+    """One optimizer step: ``no_sync`` accumulation, one synchronised backward, the optimizer, then ``probe``.
 
-    ``probe`` runs just before the synchronised micro-batch (the trainer's one-scalar all-reduce that carries
-    the SIGTERM flag): ranks arrive there after their local work, so the time spent in it is the time this
-    rank waited for the slowest one.
+    Each micro-batch's loss is divided by ``accum`` so the summed gradient is the mean over this rank's share;
+    DDP averages over ranks: the result is the gradient of the mean loss over the global batch.
     """
     raise NotImplementedError(
         "homework task ddp: no_sync accumulation, probe, synchronised last micro-batch, optimizer step"

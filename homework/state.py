@@ -61,7 +61,9 @@ def restore_state(
     """Load a checkpoint into live objects; returns ``(step, epoch)``.
 
     ``local`` is None when this rank did not exist in the saved run (resumed on more ranks): its RNG then
-    starts from a fresh, deterministic seed - exact continuation is only promised at the same world size.
+    starts from a fresh, deterministic seed - exact continuation is only promised at the same world size. At
+    the saved world size every rank must have its own ``local`` (a ValueError otherwise): reseeding a rank
+    that existed would silently change its dropout masks.
     """
     raise NotImplementedError(
         "homework task state: load a checkpoint into model, optimizer, scheduler, sampler, RNGs"

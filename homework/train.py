@@ -15,9 +15,14 @@ Two machines, 4 ranks each (run on both; ``--run-dir`` must be on a shared files
     torchrun --nnodes 2 --nproc-per-node 4 --max-restarts 3 --rdzv-backend c10d \\
         --rdzv-endpoint $HEAD_NODE:29500 --rdzv-id job42 -m homework.train --run-dir /shared/runs/job42
 
-SLURM (one torchrun per node; SIGTERM at preemption triggers a checkpoint; ``--requeue`` resumes the job)::
+SLURM (one torchrun per node). At a time limit or a preemption SLURM sends SIGTERM (here 120 s early);
+torchrun forwards it to the workers and SIGKILLs them after ``--shutdown-timeout`` (30 s by default): every
+rank finishes its step, the group checkpoints (the save must fit in those 30 s; its seconds are in the
+``checkpoint`` events), and rank 0 runs ``scontrol requeue $SLURM_JOB_ID`` (``--no-requeue`` turns it off), so
+the job goes back to the queue and resumes from that checkpoint - ``--requeue`` alone only covers node
+failures, and a job whose steps exit 0 after SIGTERM ends COMPLETED::
 
-    #SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4 --signal=TERM@120 --requeue
+    #SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4 --signal=TERM@120 --requeue --open-mode=append
     srun torchrun --nnodes $SLURM_NNODES --nproc-per-node 4 --max-restarts 3 --rdzv-backend c10d \\
         --rdzv-endpoint $(scontrol show hostnames $SLURM_NODELIST | head -1):29500 --rdzv-id $SLURM_JOB_ID \\
         -m homework.train --run-dir /shared/runs/$SLURM_JOB_ID
@@ -53,8 +58,9 @@ def setup_logging() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse the command line (``--help``; a bad option or value exits 2 with argparse's message), train."""
+    cfg = TrainConfig.from_cli(argv)  # before logging: --help and usage errors print nothing else
     setup_logging()
-    cfg = TrainConfig.from_cli(argv)
     train(cfg)
     return 0
 

@@ -10,48 +10,31 @@ re-enter here and auto-resume from the newest complete checkpoint), and a rank s
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
-import signal
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from .config import TrainConfig
+from .data import SyntheticDataset
+from .ddp import StepStats, build_model, eval_loss, make_optimizer, make_scheduler, wrap_model
+from .distributed import (
+    DistInfo,
+    init_distributed,
+    teardown,
+)
+from .metrics import MetricsLogger, process_start_time
+from .preemption import Preemption, requeue_slurm_job
+from .sampler import ElasticSampler
 
 log = logging.getLogger(__name__)
-
-
-def _fault_hook() -> Any:
-    """``course_dist.step`` (applies ``COURSE_FAULTS`` drills: kill, raise, hang, slow), else a minimal
-    stand-in."""
-    try:
-        from course_dist import step
-
-        return step
-    except ImportError:
-        return _env_faults
-
-
-def _env_faults(i: int) -> None:
-    """Stand-in for ``course_dist.step`` when course_dist is absent: ``kill:R@S`` and ``slow:R@S:SEC``,
-    attempt 0."""
-    plan = os.environ.get("COURSE_FAULTS", "")
-    if not plan or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":
-        return
-    rank = int(os.environ.get("RANK", "0"))
-    for item in plan.split(","):
-        kind, _, rest = item.partition(":")
-        who, _, when = rest.partition("@")
-        at, _, secs = when.partition(":")
-        if int(who) != rank:
-            continue
-        if kind == "kill" and i == int(at):
-            os.kill(os.getpid(), signal.SIGKILL)
-        elif kind == "slow" and i >= int(at):
-            time.sleep(float(secs))
 
 
 def param_digest(model: nn.Module) -> str:
@@ -65,36 +48,141 @@ def param_digest(model: nn.Module) -> str:
     return h.hexdigest()
 
 
+@dataclass
+class Run:
+    """Everything one attempt of a training run holds (built by :func:`setup`, passed to each part)."""
+
+    cfg: TrainConfig
+    info: DistInfo
+    data: SyntheticDataset
+    sampler: ElasticSampler
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    metrics: MetricsLogger
+    ckpt_root: Path
+    samples_log: Any = None
+    step: int = 0
+    epoch: int = 0
+    resumed_from: int | None = None
+    boot: dict[str, Any] | None = None
+    """Wall-clock times of this attempt: process created, trainer entered, group up (``loaded`` is added)."""
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Train to the end (or ``max_steps``, or SIGTERM); returns a summary on every rank.
 
-    Contract (the drills rely on it):
+    Contract (the drills rely on it): :func:`setup` builds the objects, :func:`resume` continues from the
+    newest complete checkpoint, :func:`train_loop` runs the steps (each: :func:`metrics_row` into the metrics,
+    :func:`save` every ``ckpt_every`` steps, at ``max_steps`` and after SIGTERM), :func:`finish` writes the
+    summary. Summary keys: ``step``, ``epoch``, ``eval_loss``, ``param_digest``, ``resumed_from`` (step or
+    None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank
+    0 writes
+    it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to ``<run_dir>/final_params.pt``.
+    """
+    torch.set_num_threads(cfg.threads)
+    boot = {"process": process_start_time(), "enter": time.time()}  # the recovery time's parts
+    info = init_distributed(cfg.backend)
+    boot["group"] = time.time()
+    try:
+        run = setup(cfg, info)
+        run.boot = boot
+        resume(run)
+        with Preemption() as pre:
+            stopped = train_loop(run, pre)
+        summary = finish(run, stopped)
+        if stopped == "sigterm" and cfg.requeue and info.rank == 0:
+            requeue_slurm_job()
+        return summary
+    finally:
+        teardown(info)
 
-    - set ``cfg.threads``; :func:`init_distributed`; build data, sampler, model (``build_model``, then
-      ``wrap_model``), AdamW (``make_optimizer``), scheduler over ``steps_per_epoch x epochs`` steps;
-    - resume from ``latest_checkpoint(<run_dir>/ckpt)`` if there is one: ``check_dataset`` first, then
-      ``restore_state``;
-    - every step: ``course_dist.step(step)`` (fault drills; ``_fault_hook``) first, then ``train_step`` with a
-      probe that agrees on the SIGTERM flag (``any_rank``); steps count from 1; after an epoch's last step the
-      epoch counter moves on, so that step's checkpoint resumes at the next epoch's start;
-    - metrics: ``MetricsLogger(run_dir, rank)``: a ``start`` event (attempt, world_size, resumed_from,
-      dataset, config), one ``step`` row per step (``STEP_FIELDS``), a ``checkpoint`` event (step, seconds)
-      per save, an ``end`` event; with ``cfg.log_samples`` also ``<run_dir>/metrics/samples-rank<r>.jsonl``
-      lines ``{"step", "epoch", "idx": [sample indices]}``;
-    - checkpoint (every rank calls ``save_checkpoint``) every ``ckpt_every`` steps, at ``max_steps``, after
-      SIGTERM (then stop), and at the end if the last step is not saved yet;
-    - summary keys: ``step``, ``epoch``, ``eval_loss`` (``eval_loss``), ``param_digest``, ``resumed_from``
-      (step or None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``.
-      Rank 0 writes it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to
-      ``<run_dir>/final_params.pt``.
+
+def setup(cfg: TrainConfig, info: DistInfo) -> Run:
+    """Data, sampler, model (DDP when world > 1), optimizer, scheduler, metrics logger: a fresh run at
+    step 0."""
+    data = SyntheticDataset(
+        cfg.data_size, cfg.in_dim, cfg.classes, cfg.data_seed, cfg.data_version, cfg.data_owner
+    )
+    sampler = ElasticSampler(
+        len(data), cfg.global_batch, cfg.micro_batch, info.world_size, info.rank, cfg.seed
+    )
+    model = wrap_model(build_model(cfg), info.world_size, info.device)
+    # per-rank dropout stream, independent of the init stream: ranks must not draw the same masks
+    torch.manual_seed(cfg.seed * 1000 + 1 + info.rank)
+    optimizer = make_optimizer(model, cfg)
+    scheduler = make_scheduler(optimizer, cfg, sampler.steps_per_epoch * cfg.epochs)
+    run_dir = Path(cfg.run_dir)
+    metrics = MetricsLogger(run_dir, info.rank)
+    samples_log = None
+    if cfg.log_samples:
+        samples_log = open(run_dir / "metrics" / f"samples-rank{info.rank}.jsonl", "a", buffering=1)
+    return Run(cfg, info, data, sampler, model, optimizer, scheduler, metrics, run_dir / "ckpt", samples_log)
+
+
+def resume(run: Run) -> int | None:
+    """Continue from the newest complete checkpoint, if any; returns its step (None: a fresh start).
+
+    Rank 0 alone scans and verifies (``latest_checkpoint``) and broadcasts its choice: ranks that each scan a
+    shared filesystem can see different listings and resume different steps. Every rank then loads it (to the
+    CPU), refuses another dataset (``check_dataset``) or other training fields (``check_resume_config``)
+    before touching anything, and restores the state. Logs the ``start`` event either way.
     """
     raise NotImplementedError(
-        "homework task recovery: the loop: resume, DDP steps, metrics, checkpoints, SIGTERM"
+        "homework task recovery: rank 0 chooses the checkpoint, broadcast, check, restore"
     )
 
 
+def save(run: Run, step: int) -> float:
+    """Checkpoint ``step`` on every rank (two-phase: every rank's RNG file, rank 0's shared state); logs a
+    ``checkpoint`` event and returns the seconds it took."""
+    raise NotImplementedError(
+        "homework task atomic: capture the state and publish it from every rank (two-phase)"
+    )
+
+
+def metrics_row(run: Run, stats: StepStats, micro_batches: list[list[int]], step_s: float) -> dict[str, Any]:
+    """The ``step`` row of :data:`metrics.STEP_FIELDS` for the step just finished (``run.step``)."""
+    raise NotImplementedError("homework task metrics: the step row of metrics.STEP_FIELDS")
+
+
+def train_loop(run: Run, pre: Any) -> str:
+    """Steps until the end, ``max_steps`` or SIGTERM (``pre.requested`` on any rank); returns why it stopped.
+
+    Every step: ``course_dist.step`` (fault drills) first, ``train_step`` with the stop-flag probe, step += 1,
+    the epoch moves on after its last step (so that step's checkpoint resumes at the next epoch's start), the
+    metrics row, then a checkpoint when due. A final checkpoint is written if the last step is not saved yet.
+    """
+    raise NotImplementedError(
+        "homework task recovery: the steps: faults, train_step, metrics, checkpoints, SIGTERM"
+    )
+
+
+def finish(run: Run, stopped: str) -> dict[str, Any]:
+    """The summary (on every rank); rank 0 writes ``final.json`` and ``final_params.pt``; closes the logs."""
+    info = run.info
+    summary = {
+        "step": run.step,
+        "epoch": run.epoch,
+        "eval_loss": eval_loss(run.model, run.data, info.device),
+        "param_digest": param_digest(run.model),
+        "resumed_from": run.resumed_from,
+        "stopped": stopped,
+        "rank": info.rank,
+        "world_size": info.world_size,
+        "dataset": run.data.meta.to_dict(),
+    }
+    run.metrics.event("end", **{k: v for k, v in summary.items() if k != "rank"}, time=time.time())
+    run.metrics.close()
+    if run.samples_log is not None:
+        run.samples_log.close()
+    if info.rank == 0:
+        run_dir = Path(run.cfg.run_dir)
+        inner = run.model.module if isinstance(run.model, DDP) else run.model
+        torch.save({k: v.detach().cpu() for k, v in inner.state_dict().items()}, run_dir / "final_params.pt")
+        (run_dir / "final.json").write_text(json.dumps(summary, indent=1))
+        log.info("finished: %s", {k: summary[k] for k in ("step", "epoch", "eval_loss", "stopped")})
+    return summary
 
 
 def is_torchrun() -> bool:

@@ -3,7 +3,9 @@
 Modules (one concept each): ``config`` (dataclass + CLI), ``data`` (synthetic dataset + data contract),
 ``sampler`` (elastic exactly-once sampling), ``ddp`` (model, DDP, no_sync accumulation, LR schedule),
 ``distributed`` (restart-safe process group), ``state`` (what a checkpoint holds), ``checkpoint`` (atomic
-two-phase save/resume), ``metrics`` (per-rank logs, straggler report), ``trainer`` (setup, resume, loop, save, metrics row, finish), ``preemption`` (SIGTERM, SLURM requeue, fault hook), ``train`` (entry point),
+two-phase save/resume), ``metrics`` (per-rank logs, straggler report), ``trainer`` (setup, resume,
+loop, save, metrics row, finish), ``preemption`` (SIGTERM, SLURM requeue, fault hook), ``train`` (entry
+point),
 ``scaling`` (world 1/2/4 experiment). Entry point: ``python -m fttrainer.train --help``; the loop itself is
 ``fttrainer.trainer.train(cfg)`` (not re-exported: ``fttrainer.train`` is the entry-point module).
 """

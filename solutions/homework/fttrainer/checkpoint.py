@@ -5,23 +5,28 @@ Layout under ``root``::
 
     step-00000040/shared.pt        model, optimizer, scheduler, sampler, step, config, dataset (rank 0)
     step-00000040/rank-00000.pt    that rank's RNG states (one per rank: rank-00000 ... rank-<world-1>)
-    step-00000040/manifest.json    world_size + sha256 and size of every file - written LAST: the commit record
+    step-00000040/manifest.json    world_size + sha256 and size of every file - written LAST: the
+    commit record
     latest                         "step-00000040" - a hint; the scan below is the source of truth
 
 Protocol (the naive version - ``torch.save`` straight to ``step-N/`` - leaves a half-written checkpoint under
-its final name when the job is killed mid-write; a manifest that lists whatever ``iterdir()`` shows publishes a
+its final name when the job is killed mid-write; a manifest that lists whatever ``iterdir()`` shows
+publishes a
 checkpoint without the rank whose file never arrived):
 
 1. rank 0 creates ``.tmp-step-N/``; everyone waits for it (a gather used as a barrier);
 2. *prepare*: every rank writes its file(s), fsyncs them and reports ``{file: {sha256, bytes}}``; the reports
    are gathered - a rank that died here makes the gather fail on the survivors, and nothing is published;
-3. *commit* (rank 0): the manifest must name ``shared.pt`` and all ``world_size`` rank files, else refuse; write
-   it (fsync), rename ``.tmp-step-N`` -> ``step-N`` (atomic on POSIX), fsync the parent, replace ``latest`` the
+3. *commit* (rank 0): the manifest must name ``shared.pt`` and all ``world_size`` rank files, else
+refuse; write
+   it (fsync), rename ``.tmp-step-N`` -> ``step-N`` (atomic on POSIX), fsync the parent, replace
+   ``latest`` the
    same way, prune complete checkpoints older than this one down to ``keep_last``; the outcome is gathered
    again, so no rank returns before the checkpoint is published (or all raise).
 
 ``verify_checkpoint`` trusts a folder only when its manifest names every rank file of its world size and every
-checksum matches; ``latest_checkpoint`` returns the newest such folder (the trainer calls it on rank 0 only and
+checksum matches; ``latest_checkpoint`` returns the newest such folder (the trainer calls it on rank 0
+only and
 broadcasts the choice). Multi-node runs need ``root`` on a filesystem every rank sees.
 """
 
@@ -84,7 +89,8 @@ def rank_file(rank: int) -> str:
 
 
 def _write_durable(path: Path, obj: Any) -> dict[str, Any]:
-    """``torch.save`` to memory, hash, write, fsync: the report of one file (its digest without re-reading)."""
+    """``torch.save`` to memory, hash, write, fsync: the report of one file (its digest without
+    re-reading)."""
     buf = io.BytesIO()
     torch.save(obj, buf)
     data = buf.getbuffer()
@@ -115,7 +121,8 @@ def save_checkpoint(
     keep_last: int = 3,
     gather: Gather | None = None,
 ) -> Path:
-    """Publish step ``step`` with a two-phase commit (every rank calls this; ``shared`` only matters on rank 0).
+    """Publish step ``step`` with a two-phase commit (every rank calls this; ``shared`` only matters on
+    rank 0).
 
     ``gather(obj)`` returns every rank's ``obj`` in rank order on every rank (``all_gather_object``; None in a
     single process). Returns the published folder on every rank; raises on every rank when it was not
@@ -242,7 +249,8 @@ def latest_checkpoint(root: str | os.PathLike[str]) -> Path | None:
 
 
 def load_checkpoint(path: str | os.PathLike[str], rank: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """``(shared, local)`` of a verified checkpoint, loaded onto the CPU (the caller moves what it needs: under
+    """``(shared, local)`` of a verified checkpoint, loaded onto the CPU (the caller moves what it
+    needs: under
     NCCL a plain ``torch.load`` would put every rank's tensors on the GPU they were saved from).
 
     ``local`` is None only when rank ``rank`` did not exist in the saved run (``rank >= world_size`` saved);

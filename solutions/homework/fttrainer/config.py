@@ -39,7 +39,8 @@ class TrainConfig:
     """Samples per forward/backward on one rank; gradient accumulation makes up the rest of the global
     batch."""
     optimizer: str = "adamw"
-    """Optimizer: adamw, or sgd (plain SGD without momentum: its update is -lr x gradient, so a gradient scaled
+    """Optimizer: adamw, or sgd (plain SGD without momentum: its update is -lr x gradient, so a
+    gradient scaled
     by mistake shows in the parameters; AdamW's normalisation hides a constant scale)."""
     lr: float = 1e-3
     """Peak learning rate."""
@@ -137,7 +138,8 @@ class ConfigMismatchError(ValueError):
 
 
 def check_resume_config(saved: dict[str, Any], current: TrainConfig) -> None:
-    """Raise :class:`ConfigMismatchError` naming every training field whose value differs from the saved one."""
+    """Raise :class:`ConfigMismatchError` naming every training field whose value differs from the
+    saved one."""
     diffs = [
         f"{name}: checkpoint {saved.get(name)!r}, now {getattr(current, name)!r}"
         for name in TRAINING_FIELDS

@@ -79,21 +79,25 @@ class StepStats:
     loss: float
     """Mean training loss over this rank's micro-batches."""
     compute_s: float
-    """Local work: forward/backward of every micro-batch up to this rank's last gradient, plus the optimizer."""
+    """Local work: forward/backward of every micro-batch up to this rank's last gradient, plus the
+    optimizer."""
     wait_s: float
     """From this rank's last gradient being ready to the averaged gradients being there: waiting for the
     slowest rank plus the part of the all-reduce that did not hide behind the backward."""
     sync_s: float
-    """The ``probe`` after the optimizer step (the trainer's one-scalar all-reduce carrying the SIGTERM flag)."""
+    """The ``probe`` after the optimizer step (the trainer's one-scalar all-reduce carrying the SIGTERM
+    flag)."""
 
 
 class _GradClock:
     """Time at which the last parameter's gradient of a backward was accumulated on this rank.
 
     ``register_post_accumulate_grad_hook`` fires as each ``.grad`` is written, before DDP's reducer *waits*
-    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end of this
+    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end
+    of this
     rank's own compute; what the backward spends after it is waiting for the others. (A probe collective
-    before the last micro-batch cannot see a rank that is slow *inside* forward/backward, e.g. with accum 1.)"""
+    before the last micro-batch cannot see a rank that is slow *inside* forward/backward, e.g. with
+    accum 1.)"""
 
     def __init__(self, model: nn.Module) -> None:
         self.last = 0.0
@@ -131,7 +135,8 @@ def train_step(
     try:
         for i, idx in enumerate(micro_batches):
             last = i == accum - 1
-            # Gradients of the first accum-1 micro-batches stay local; the forward must run inside no_sync too.
+            # Gradients of the first accum-1 micro-batches stay local; the forward must run inside
+            # no_sync too.
             ctx = model.no_sync() if (isinstance(model, DDP) and not last) else nullcontext()
             with ctx:
                 x, y = data.batch(idx)

@@ -121,7 +121,8 @@ def barrier(info: DistInfo) -> None:
 def broadcast_choice(value: Any, info: DistInfo) -> Any:
     """Rank 0's ``value`` on every rank (a picklable object; no-op in a single process).
 
-    Used for the resume decision: on a shared filesystem with attribute caching (NFS, Lustre clients) ranks can
+    Used for the resume decision: on a shared filesystem with attribute caching (NFS, Lustre clients)
+    ranks can
     see different directory listings for a while, so ranks that each scan for "the newest checkpoint" may pick
     different steps. One rank decides, everyone follows.
     """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,21 @@ class MetricsLogger:
     def close(self) -> None:
         self.jsonl.close()
         self._csv_file.close()
+
+
+def process_start_time() -> float | None:
+    """Wall-clock time this process was created (Linux ``/proc``; None elsewhere): the start of a restart's
+    import phase in the recovery breakdown."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        btime = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def load_metrics(run_dir: str | Path, event: str = "step") -> pd.DataFrame:

@@ -32,7 +32,7 @@ from .distributed import (
     init_distributed,
     teardown,
 )
-from .metrics import MetricsLogger
+from .metrics import MetricsLogger, process_start_time
 from .preemption import Preemption, fault_hook, requeue_slurm_job
 from .sampler import ElasticSampler
 from .state import capture_state, restore_state
@@ -68,6 +68,8 @@ class Run:
     step: int = 0
     epoch: int = 0
     resumed_from: int | None = None
+    boot: dict[str, Any] | None = None
+    """Wall-clock times of this attempt: process created, trainer entered, group up (``loaded`` is added)."""
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -77,13 +79,17 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     newest complete checkpoint, :func:`train_loop` runs the steps (each: :func:`metrics_row` into the metrics,
     :func:`save` every ``ckpt_every`` steps, at ``max_steps`` and after SIGTERM), :func:`finish` writes the
     summary. Summary keys: ``step``, ``epoch``, ``eval_loss``, ``param_digest``, ``resumed_from`` (step or
-    None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank 0 writes
+    None), ``stopped`` ("done", "max_steps" or "sigterm"), ``rank``, ``world_size``, ``dataset``. Rank
+    0 writes
     it to ``<run_dir>/final.json`` and the unwrapped model's ``state_dict`` to ``<run_dir>/final_params.pt``.
     """
     torch.set_num_threads(cfg.threads)
+    boot = {"process": process_start_time(), "enter": time.time()}  # the recovery time's parts
     info = init_distributed(cfg.backend)
+    boot["group"] = time.time()
     try:
         run = setup(cfg, info)
+        run.boot = boot
         resume(run)
         with Preemption() as pre:
             stopped = train_loop(run, pre)
@@ -96,7 +102,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def setup(cfg: TrainConfig, info: DistInfo) -> Run:
-    """Data, sampler, model (DDP when world > 1), optimizer, scheduler, metrics logger: a fresh run at step 0."""
+    """Data, sampler, model (DDP when world > 1), optimizer, scheduler, metrics logger: a fresh run at
+    step 0."""
     data = SyntheticDataset(
         cfg.data_size, cfg.in_dim, cfg.classes, cfg.data_seed, cfg.data_version, cfg.data_owner
     )
@@ -142,8 +149,10 @@ def resume(run: Run) -> int | None:
                 shared["world_size"],
                 info.world_size,
             )
+    boot = {**(run.boot or {}), "loaded": time.time()}
     run.metrics.event(
         "start",
+        boot=boot,
         attempt=info.attempt,
         world_size=info.world_size,
         resumed_from=run.resumed_from,

@@ -1,34 +1,30 @@
-"""Machinery that grades the homework trainer package (it runs student code; it contains none of it).
+"""Running the graded trainer as real processes: ``python -m <pkg>.train`` (world 1) or ``torchrun
+--standalone`` (never a fixed port), each in its own session with a timeout; the whole process tree is
+killed on timeout or error, so nothing outlives a drill.
 
-- :func:`package` - the adapter: which trainer package is graded. ``HW_PACKAGE`` names it (default
-  ``homework``, the student's; ``fttrainer`` is the reference), ``HW_PACKAGE_DIR`` is put first on
-  ``sys.path`` and on the workers' ``PYTHONPATH``. Nothing is guessed from folder names: the grader
-  submits the reference, like every student, as a ``homework/`` package beside the notebook.
-- :func:`run_trainer` - ``python -m <pkg>.train`` (world 1) or ``torchrun --standalone`` (never a fixed port),
-  in its own session, with a timeout; the whole process tree is killed on timeout or error.
-- :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` - for drills that signal a live job.
-- :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th file of step
-  s.
-- :func:`apply_mutant` - a copy of the reference package with a mutant file appended to one of its modules.
+- :func:`run_trainer` - run to completion; :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` -
+  for drills that signal a live job;
+- :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th save of
+  step s;
+- ``HW_SLOW_COMPUTE="<rank>:<seconds>"`` (with ``slow_compute=True``) - the trainer runs under
+  :mod:`._drill_main`, which makes that rank's every forward pass sleep: slowness *inside* forward/backward.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from .adapter import package_root
 
 #: the tiny workload every drill uses (seconds per run on 2 cores, mostly interpreter start-up)
 SMALL = {
@@ -47,33 +43,6 @@ SMALL = {
 }
 
 
-def package_name() -> str:
-    # No guessing from folder names (a submitted ``fttrainer/`` must not be graded as the reference):
-    # the grader submits every package, the reference included, as ``homework/`` beside the notebook.
-    return os.environ.get("HW_PACKAGE") or "homework"
-
-
-def package() -> ModuleType:
-    """Import the graded trainer package (the adapter: the only place that decides which one)."""
-    name = package_name()
-    extra = os.environ.get("HW_PACKAGE_DIR")
-    if not extra and Path(name, "__init__.py").is_file():
-        extra = os.getcwd()  # the submission's own package beside the notebook (nbgrader runs cells there)
-    if extra:
-        # an absolute path, first: ranks and workers inherit sys.path, and the repo's skeleton ``homework``
-        # (on sys.path through the venv) must never shadow the submitted package of the same name
-        extra = str(Path(extra).resolve())
-        if extra in sys.path:
-            sys.path.remove(extra)
-        sys.path.insert(0, extra)
-    return importlib.import_module(name)
-
-
-def package_root(pkg: ModuleType) -> Path:
-    """The folder that holds the package (what goes on PYTHONPATH)."""
-    return Path(pkg.__file__).resolve().parent.parent  # type: ignore[arg-type]
-
-
 def cli(**overrides: Any) -> list[str]:
     """``--kebab-case value`` arguments from SMALL updated with ``overrides`` (bools become --x / --no-x)."""
     opts = {**SMALL, **overrides}
@@ -89,7 +58,7 @@ def cli(**overrides: Any) -> list[str]:
 
 def _env(pkg: ModuleType, extra: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ)
-    paths = [str(package_root(pkg)), str(Path(__file__).resolve().parents[2])]
+    paths = [str(package_root(pkg)), str(Path(__file__).resolve().parents[3])]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env.update(PYTHONPATH=os.pathsep.join(paths), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
@@ -99,12 +68,20 @@ def _env(pkg: ModuleType, extra: dict[str, str] | None) -> dict[str, str]:
 
 
 def command(
-    pkg: ModuleType, args: list[str], nproc: int = 1, max_restarts: int = 0, torchrun: bool | None = None
+    pkg: ModuleType,
+    args: list[str],
+    nproc: int = 1,
+    max_restarts: int = 0,
+    torchrun: bool | None = None,
+    slow_compute: bool = False,
 ) -> list[str]:
     """The command line: plain ``python -m pkg.train`` for world 1, else ``torchrun --standalone`` (port
-    0)."""
+    0); with ``slow_compute`` the entry point is :mod:`._drill_main` (it reads ``HW_SLOW_COMPUTE``)."""
     use_torchrun = nproc > 1 if torchrun is None else torchrun
-    mod = [f"{pkg.__name__}.train", *args]
+    if slow_compute:
+        mod = [f"{__package__}._drill_main", pkg.__name__, *args]
+    else:
+        mod = [f"{pkg.__name__}.train", *args]
     if not use_torchrun:
         return [sys.executable, "-m", *mod]
     return [
@@ -145,9 +122,10 @@ def start_trainer(
     env: dict[str, str] | None = None,
     log_path: str | Path | None = None,
     torchrun: bool | None = None,
+    slow_compute: bool = False,
 ) -> subprocess.Popen:
     """Start a trainer in its own session (so its whole tree can be killed); output goes to ``log_path``."""
-    cmd = command(pkg, args, nproc, max_restarts, torchrun)
+    cmd = command(pkg, args, nproc, max_restarts, torchrun, slow_compute)
     cwd = Path(log_path).parent if log_path else Path.cwd()
     out = open(log_path, "w") if log_path else subprocess.DEVNULL
     # cwd outside the graded folder: `python -m` puts cwd first on sys.path, which could shadow the package.
@@ -181,6 +159,7 @@ def run_trainer(
     env: dict[str, str] | None = None,
     timeout: float = 300.0,
     torchrun: bool | None = None,
+    slow_compute: bool = False,
 ) -> Run:
     """Run to completion (or ``timeout``: then the tree is SIGKILLed and the Run says so)."""
     run_dir = Path(run_dir)
@@ -195,6 +174,7 @@ def run_trainer(
         env=env,
         log_path=log_path,
         torchrun=torchrun,
+        slow_compute=slow_compute,
     )
     try:
         rc = p.wait(timeout=timeout)
@@ -227,41 +207,6 @@ def wait_for_step(
                     return True
         time.sleep(0.05)
     return False
-
-
-def final(run_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / "final.json").read_text())
-
-
-def final_params(run_dir: str | Path) -> dict[str, Any]:
-    import torch
-
-    return torch.load(Path(run_dir) / "final_params.pt", weights_only=True)
-
-
-def bitwise_equal(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Names of tensors that differ (empty: bitwise equal)."""
-    import torch
-
-    return [k for k in sorted(set(a) | set(b)) if k not in a or k not in b or not torch.equal(a[k], b[k])]
-
-
-def samples_seen(run_dir: str | Path, epoch: int) -> Counter:
-    """How often each sample index of ``epoch`` was trained on, over all ranks and attempts (needs
-    --log-samples)."""
-    seen: Counter = Counter()
-    for path in (Path(run_dir) / "metrics").glob("samples-rank*.jsonl"):
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            if rec["epoch"] == epoch:
-                seen.update(rec["idx"])
-    return seen
-
-
-def checkpoint_steps(run_dir: str | Path) -> list[int]:
-    """Steps of the folders named ``step-N`` in ``<run_dir>/ckpt``."""
-    root = Path(run_dir) / "ckpt"
-    return sorted(int(m.group(1)) for p in root.glob("step-*") if (m := re.match(r"step-(\d+)$", p.name)))
 
 
 _CRASH = """
@@ -305,25 +250,3 @@ def crash_in_save(
         out, _ = p.communicate()
         out += "\n[harness] TIMEOUT"
     return Run(p.returncode, out, time.perf_counter() - t0, cmd)
-
-
-def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
-    """Copy the reference package folder ``reference`` into ``dest`` and append the mutant's body to the
-    module named by its header (``# replaces: fttrainer/<module>.py ...``). Returns the copied package folder.
-
-    Appending re-binds the replaced name at module level after the original definition, so every caller - in
-    that
-    module or importing it - gets the mutant."""
-    text = Path(mutant).read_text()
-    m = re.search(r"^#\s*replaces:\s*([\w./-]+\.py)", text, re.M)
-    if not m:
-        raise ValueError(f"{mutant}: header has no '# replaces: <package>/<module>.py' line")
-    rel = Path(m.group(1))
-    ref = Path(reference)
-    target = Path(dest) / ref.name
-    shutil.copytree(ref, target, ignore=shutil.ignore_patterns("__pycache__"))
-    module = Path(dest) / rel
-    if not module.exists():
-        raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
-    module.write_text(module.read_text() + "\n\n# ---- mutant " + Path(mutant).stem + " ----\n" + text)
-    return target
