@@ -116,15 +116,15 @@ def main(quick: bool = False) -> dict[str, float]:
         "| implementation | s / step (world 2) | ratio |",
         "|---|---|---|",
         f"| torch DDP | {res['torch_ddp_step_s']:.4f} | 1.00 |",
-        f"| bucketed (reference, exercise 5) | {res['bucketed_step_s']:.4f} | "
+        f"| bucketed (reference, exercise 4) | {res['bucketed_step_s']:.4f} | "
         f"{res['bucketed_over_torch']:.2f} x torch DDP (target <= 1.15) |",
-        f"| naive per-parameter all-reduce (exercise 3) | {res['naive_step_s']:.4f} | "
+        f"| naive per-parameter all-reduce (exercise 2) | {res['naive_step_s']:.4f} | "
         f"{res['naive_over_bucketed']:.2f} x bucketed |",
         "",
         f"| all-reduce, {mb} MB, world 2 | bus bandwidth (GB/s) |",
         "|---|---|",
         f"| gloo all_reduce | {res['gloo_busbw_GBps']:.3f} |",
-        f"| ring from send/recv (reference, exercise 4) | {res['ring_busbw_GBps']:.3f} "
+        f"| ring from send/recv (reference, exercise 3) | {res['ring_busbw_GBps']:.3f} "
         f"({res['ring_over_gloo_busbw']:.2f} of gloo) |",
         "",
     ]

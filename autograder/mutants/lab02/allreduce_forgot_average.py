@@ -1,5 +1,5 @@
 # mutant: allreduce_forgot_average
-# exercise: allreduce
+# exercise: replicas
 # replaces: allreduce_solution
 # why: sums gradients but never divides by world size
 def average_gradients(model: nn.Module) -> None:

@@ -1,5 +1,5 @@
 # mutant: allreduce_skip_none
-# exercise: allreduce
+# exercise: replicas
 # replaces: allreduce_solution
 # why: skips parameters whose local grad is None without asking the others: hangs when a parameter is
 #   unused on some ranks only

@@ -1,5 +1,5 @@
 # mutant: allreduce_zero_fill
-# exercise: allreduce
+# exercise: replicas
 # replaces: allreduce_solution
 # why: gives every missing grad zeros: unused-everywhere parameters get a grad and weight decay moves them
 def average_gradients(model: nn.Module) -> None:

@@ -1,5 +1,5 @@
 # mutant: broadcast_params_only
-# exercise: broadcast
+# exercise: replicas
 # replaces: broadcast_solution
 # why: broadcasts parameters but not buffers
 def broadcast_model(model: nn.Module, src: int = 0) -> None:

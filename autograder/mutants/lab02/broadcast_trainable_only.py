@@ -1,5 +1,5 @@
 # mutant: broadcast_trainable_only
-# exercise: broadcast
+# exercise: replicas
 # replaces: broadcast_solution
 # why: skips frozen parameters (requires_grad=False), as if only trainable state mattered
 def broadcast_model(model: nn.Module, src: int = 0) -> None:

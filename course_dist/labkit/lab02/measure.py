@@ -1,5 +1,5 @@
 """Lab 02 measurements: what ``set_epoch`` and padding do (exercise 1), ring vs gloo bus bandwidth with the
-alpha-beta fit (exercise 4), step times of naive / bucketed / torch DDP and the bucket sweep (exercise 7).
+alpha-beta fit (exercise 3), step times of naive / bucketed / torch DDP and the bucket sweep (exercise 5).
 
 Every harness takes the student's function, launches the ranks itself and returns a pandas DataFrame::
 
@@ -20,15 +20,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from course_dist.labkit.lab02_core import (
-    LabNet,
-    _sgd,
-    _shard,
-    _sync_device,
-    make_data,
-    make_model,
-    model_config,
-)
+from course_dist.labkit.lab02.model import LabNet, make_data, make_model, model_config
+from course_dist.labkit.lab02.train import sgd as _sgd
+from course_dist.labkit.lab02.train import shard as _shard
+from course_dist.labkit.lab02.train import sync_device as _sync_device
 
 log = logging.getLogger("course_dist.labkit.lab02")
 
