@@ -1,0 +1,37 @@
+"""Lab 05 judge rules (run-dependent numbers checked against the student's own measurements).
+
+Called as ``rule(student_value, reference_value, **params)`` with the reference's params; raise AssertionError
+naming the values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _number(x: Any, what: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+        raise AssertionError(f"{what}: expected a finite number, got {x!r}")
+    return float(x)
+
+
+def timeout_above_tail(student_value: Any, reference_value: Any = None, *, margin: float = 3.0) -> None:
+    """``{"timeout", "step_s"}``: the timeout is above the largest of the student's own measured step times
+    and at most ``margin`` x it (plus 1 ms): no false alarm on this run, and no needlessly late detection."""
+    assert isinstance(student_value, dict), f"expected {{'timeout', 'step_s'}}, got {student_value!r}"
+    timeout = _number(student_value.get("timeout"), "timeout")
+    steps = student_value.get("step_s")
+    assert isinstance(steps, (list, tuple)) and steps, f"step_s: expected a non-empty list, got {steps!r}"
+    tail = max(_number(s, "step_s entry") for s in steps)
+    assert timeout > tail, f"timeout {timeout:.4g} s is not above the measured tail {tail:.4g} s"
+    assert timeout <= margin * tail + 1e-3, (
+        f"timeout {timeout:.4g} s is more than {margin:g} x the measured tail {tail:.4g} s (late detection)")
+
+
+def meets_deadline(student_value: Any, reference_value: Any = None) -> None:
+    """``{"plan_time_s", "deadline_s"}``: the chosen plan reaches the target within the deadline."""
+    assert isinstance(student_value, dict), f"expected {{'plan_time_s', 'deadline_s'}}, got {student_value!r}"
+    t = _number(student_value.get("plan_time_s"), "plan_time_s")
+    d = _number(student_value.get("deadline_s"), "deadline_s")
+    assert t <= d, f"the plan takes {t:.4g} s, beyond the deadline {d:.4g} s"

@@ -1,0 +1,595 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 05 — Hangs, stragglers and scaling efficiency
+#
+# **Thesis.** *Distributed speed is synchronized speed.* A synchronous job moves at the pace of its slowest
+# rank, and stops dead when one rank takes a different path. So: **diagnose the first divergence**, **measure
+# the slowest rank**, and **scale against quality and cost** — not against worker count.
+#
+# Five exercises (~90 min): name the culprit of six planted hangs from what the hung job leaves behind; end an
+# epoch with uneven inputs three ways without a hang; find a straggler and rebalance around it without changing
+# the gradient; measure scaling efficiency and the gradient noise scale; choose a worker count, a global batch
+# and a collective timeout, and write them on the solution card.
+#
+# Every hang here is real (gloo process groups, `course_dist.launch`) and ends as a `LaunchTimeout` within a few
+# seconds. Stuck? `hint("lab05.<exercise>")` shows a nudge, `hint(id, 2)` an approach, `hint(id, 3)` a
+# near-solution. Grading runs this notebook with `COURSE_FAST=1`; `pick(full=..., fast=...)` chooses sizes.
+
+# %%
+import dataclasses
+import math
+
+import pandas as pd
+import torch
+import torch.distributed as dist
+from IPython.display import display
+from torch.distributed.algorithms import Join
+
+import course_dist
+from course_dist import LaunchTimeout, first_divergence, hint, pick  # noqa: F401 - hint: see the markdown
+from course_dist.card import Limit, SolutionCard
+from course_dist.labkit import lab05
+
+pd.set_option("display.precision", 4)
+print("fast mode:", course_dist.fast_mode())
+
+# %% [markdown]
+# ## Exercise 1 — Diagnose planted hangs (20 points, ~25 min)
+#
+# `lab05.plant(cases)` runs six classic hangs at world 3 (all at once, so they cost one 3-second timeout):
+# an **extra collective** on one rank, an **op mismatch**, a **shape mismatch**, a **rank-conditional
+# barrier**, **uneven inputs** at epoch end, and an **unused parameter under DDP**. Each ends as a
+# `LaunchTimeout` carrying `.trace` (every collective each rank issued, `trace=True`), `.stacks` (each rank's
+# Python stack at the timeout) and `.last_collective`.
+#
+# Write `diagnose(err)` returning a dict with four keys, from these rules:
+# - `course_dist.first_divergence(err.trace)` gives the first collective number where the ranks disagree; its
+#   `.ranks` holds the odd one out — the **culprit** (`"rank"`), and `.seq` the number (`"seq"`). The healthy
+#   majority are *not* the culprit, even though they are the ones stuck waiting.
+# - `"op"`: what the culprit called at that number (`div.calls[rank]["op"]`), or `None` when it never called it.
+# - `"line"`: the culprit's source line (an `int`): its call site (`div.calls[rank]["site"]` is `"file:line"`)
+#   when it made the call, else where its stack shows it stuck: the innermost of
+#   `lab05.user_frames(err.stacks[rank])` (frames outside torch and the launcher, innermost first).
+#
+# Stuck? `hint("lab05.diagnose")`
+
+# %%
+visible_cases = [("extra_collective", 1), ("op_mismatch", 2), ("shape_mismatch", 0),
+                 ("conditional_barrier", 1), ("uneven_epoch", 2), ("ddp_unused", 0)]
+errs = lab05.plant(visible_cases, timeout=3.0)
+print([type(e).__name__ for e in errs])
+print(str(errs[5])[:1200])  # the DDP case: what the launcher itself reports
+
+
+# %% nbgrader={"grade": false, "grade_id": "diagnose_solution", "locked": false, "schema_version": 3, "solution": true}
+def diagnose(err: LaunchTimeout) -> dict:
+    """``{"rank": culprit, "seq": collective number, "op": culprit's op there or None, "line": int}`` for a
+    ``LaunchTimeout`` of a ``trace=True`` launch (rules above)."""
+    ### BEGIN SOLUTION
+    div = first_divergence(err.trace)
+    if div is None:
+        raise ValueError("the ranks' collective sequences agree: no divergence to diagnose")
+    rank = div.ranks[0]  # the odd one out; the majority are waiting for it
+    call = div.calls.get(rank)
+    if call is not None:
+        return {"rank": rank, "seq": div.seq, "op": call["op"], "line": int(call["site"].rsplit(":", 1)[1])}
+    # it never made that call: it is stuck somewhere else (DDP's C++ collectives are not traced)
+    frame = lab05.user_frames(err.stacks[rank])[0]
+    return {"rank": rank, "seq": div.seq, "op": None, "line": frame.line}
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "diagnose_tests", "locked": true, "points": 20, "schema_version": 3, "solution": false}
+for (case, culprit), err in zip(visible_cases, errs, strict=True):
+    assert isinstance(err, LaunchTimeout), f"{case}: the planted hang should end as a LaunchTimeout, got {err!r}"
+    got, want = diagnose(err), lab05.truth(case, culprit)
+    assert got == want, f"{case} (culprit rank {culprit}): diagnose gave {got}, expected {want}"
+### BEGIN HIDDEN TESTS
+import random
+
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("diagnose_tests")
+rng = random.Random(grading_seed())
+for (case, culprit), err in zip(visible_cases, errs, strict=True):
+    ev.equal(f"visible {case} culprit {culprit}", diagnose(err))
+hidden_cases = [(case, rng.randrange(lab05.WORLD)) for case in lab05.CASES]
+for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=3.0), strict=True):
+    got = diagnose(err) if isinstance(err, LaunchTimeout) else f"not a LaunchTimeout: {type(err).__name__}"
+    ev.equal(f"hidden {case}", {"culprit": culprit, "diagnosis": got})
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Written (4 points).** Which of the six hangs did the trace *not* show at the culprit's own call, and why?
+# For a production job that hangs once a week on 512 GPUs, name two things you would turn on beforehand (from
+# this lab, or torch's flight recorder / `monitored_barrier` / `TORCH_DISTRIBUTED_DEBUG`) and what each would
+# have told you.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "hangs_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
+# The DDP unused-parameter hang: DDP's bucket all-reduces run inside its C++ reducer, which the Python-level
+# trace does not see, so the culprit appears as "never called" the next collective and only its stack shows it
+# stuck in `backward`. Beforehand: a short collective timeout with stack dumps on every rank (this lab's
+# launcher; in torch the NCCL watchdog with `TORCH_NCCL_DUMP_ON_TIMEOUT`) and the flight recorder
+# (`TORCH_FR_BUFFER_SIZE`), whose per-rank sequence numbers name the missing rank at collective N without a
+# Python-level trace; `TORCH_DISTRIBUTED_DEBUG=DETAIL` would have reported the shape/op mismatches at once.
+#
+# === BEGIN MARK SCHEME ===
+# 2 points: names ddp_unused and why (C++ reducer collectives are not traced; the culprit is found from its
+# stack). 2 points: two concrete tools with what each reports (flight recorder: seq numbers/missing ranks;
+# monitored_barrier: the ranks that did not arrive; DETAIL: mismatched fingerprints; timeout + stack dumps).
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Exercise 2 — Uneven inputs (16 points, ~15 min)
+#
+# When ranks hold different numbers of batches, the rank that runs out stops calling DDP's gradient
+# all-reduce and the others hang in it (you diagnosed `uneven_epoch` above). Write `run_epoch(ddp, opt,
+# batches, strategy)` — it runs on every rank with that rank's list of `(x, y)` batches (each rank has at least
+# one) and a fresh DDP model — and returns the number of steps this rank ran:
+# - `"join"`: torch's `Join` context manager with the **DDP model as its joinable**; ranks that run out shadow
+#   the others' all-reduces (their contribution is zero, DDP still divides by the world size);
+# - `"drop_last"`: every rank runs the **global minimum** number of batches (agree on it with one collective);
+# - `"pad"`: every rank runs the **global maximum**; a rank out of data steps on `lab05.dummy_batch()` with
+#   loss weight 0 (`lab05.sgd_step(ddp, opt, x, y, weight=0.0)`), so it contributes a zero gradient;
+# - anything else: `ValueError` naming the strategy.
+#
+# One step is `lab05.sgd_step(ddp, opt, x, y)`. The test compares every rank's final parameters with a
+# single-process reference of each strategy (join and pad: the same numbers) at world 3 and world 2.
+#
+# Stuck? `hint("lab05.uneven")`
+
+
+# %% nbgrader={"grade": false, "grade_id": "uneven_solution", "locked": false, "schema_version": 3, "solution": true}
+def run_epoch(ddp: torch.nn.Module, opt: torch.optim.Optimizer, batches: list, strategy: str) -> int:
+    """One epoch over this rank's ``batches`` that cannot hang when ranks hold different counts."""
+    ### BEGIN SOLUTION
+    if strategy == "join":
+        with Join([ddp]):  # DDP is the joinable: it knows which all-reduces to shadow
+            for x, y in batches:
+                lab05.sgd_step(ddp, opt, x, y)
+        return len(batches)
+    if strategy in ("drop_last", "pad"):
+        n = torch.tensor([len(batches)])
+        dist.all_reduce(n, op=dist.ReduceOp.MIN if strategy == "drop_last" else dist.ReduceOp.MAX)
+        n = int(n)
+        for i in range(n):
+            real = i < len(batches)
+            x, y = batches[i] if real else lab05.dummy_batch()
+            lab05.sgd_step(ddp, opt, x, y, weight=1.0 if real else 0.0)
+        return n
+    raise ValueError(f"strategy must be 'join', 'drop_last' or 'pad', got {strategy!r}")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "uneven_tests", "locked": true, "points": 16, "schema_version": 3, "solution": false}
+def check_uneven(counts):
+    out = lab05.run_uneven(run_epoch, counts, timeout=15)
+    for strategy, per_rank in out.items():
+        want = lab05.uneven_reference(strategy, counts)
+        for r, o in enumerate(per_rank):
+            err = lab05.params_close(o["params"], want)
+            assert err < 1e-5, f"{strategy}, counts {counts}, rank {r}: max |params - reference| = {err:.3g}"
+    steps = {s: [o["steps"] for o in per_rank] for s, per_rank in out.items()}
+    assert steps["join"] == list(counts), f"join steps {steps['join']}, expected each rank's count {counts}"
+    assert steps["drop_last"] == [min(counts)] * len(counts), f"drop_last steps {steps['drop_last']}"
+    assert steps["pad"] == [max(counts)] * len(counts), f"pad steps {steps['pad']}"
+    return out
+
+
+uneven_visible = check_uneven([3, 4, 2])
+try:
+    run_epoch(None, None, [], "shuffle")
+    raise AssertionError("run_epoch(strategy='shuffle') should raise ValueError")
+except ValueError as exc:
+    assert "shuffle" in str(exc), f"the ValueError should name the strategy: {exc}"
+### BEGIN HIDDEN TESTS
+import random
+
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("uneven_tests")
+rng = random.Random(grading_seed())
+
+
+def record(tag, counts, out):
+    for strategy, per_rank in out.items():
+        ev.close(f"{tag} {counts} {strategy} params", [o["params"] for o in per_rank], atol=1e-5)
+        ev.equal(f"{tag} {counts} {strategy} steps", [o["steps"] for o in per_rank])
+
+
+record("visible", [3, 4, 2], uneven_visible)
+for world in (2, 3):
+    counts = [rng.randint(1, 4) for _ in range(world)]
+    record("hidden", counts, check_uneven(counts))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What does Join cost? Rank 0's seconds per step with equal inputs (plain DDP) and with Join when rank 1 runs
+# out half-way (rank 1 then shadows every all-reduce, plus Join's own "who is still active" all-reduce per step):
+
+# %%
+join_cost = lab05.join_overhead(steps=pick(full=60, fast=20))
+display(pd.DataFrame([join_cost]))
+
+# %% [markdown]
+# ## Exercise 3 — Stragglers (18 points, ~20 min)
+#
+# `lab05.run_straggler(sizes, slow_rank, factor)` trains one global batch split as `sizes` (samples per rank);
+# the slow rank costs `factor` × more per sample **inside its forward pass**. Each rank's `StepTimer` spans come
+# back as one frame (`rank, step, kind, seconds`; kind `"compute"` = forward + backward, `"comm"` = the
+# gradient all-reduce). Because a blocking collective returns when the last rank arrives, every rank's *total*
+# step time is the same: the straggler shows up as the **others' comm time**, and only per-rank **compute
+# before the first collective** names it. Write:
+# - `slowest_rank(spans)`: the rank with the largest median compute seconds per step;
+# - `rebalance(sec_per_sample, global_batch)`: integer sizes proportional to each rank's speed
+#   (`1 / sec_per_sample`), each ≥ 1, summing to `global_batch`: floor the ideal shares, then give the missing
+#   samples to the largest fractional remainders (ties: lower rank first);
+# - `loss_weight(b_r, global_batch, world)`: the factor on rank r's mean loss such that DDP's average of the
+#   ranks' gradients equals the gradient of the mean loss over the whole global batch.
+#
+# Stuck? `hint("lab05.stragglers")`
+
+
+# %% nbgrader={"grade": false, "grade_id": "stragglers_solution", "locked": false, "schema_version": 3, "solution": true}
+def slowest_rank(spans: pd.DataFrame) -> int:
+    """The rank with the largest median per-step compute seconds."""
+    ### BEGIN SOLUTION
+    compute = spans[spans["kind"] == "compute"].groupby("rank")["seconds"].median()
+    return int(compute.idxmax())
+    ### END SOLUTION
+
+
+def rebalance(sec_per_sample: list[float], global_batch: int) -> list[int]:
+    """Per-rank sample counts proportional to speed, each >= 1, summing to ``global_batch``."""
+    ### BEGIN SOLUTION
+    speed = [1.0 / t for t in sec_per_sample]
+    share = [global_batch * s / sum(speed) for s in speed]
+    sizes = [math.floor(x) for x in share]
+    by_remainder = sorted(range(len(share)), key=lambda r: (-(share[r] - sizes[r]), r))
+    for r in by_remainder[: global_batch - sum(sizes)]:
+        sizes[r] += 1
+    for r in range(len(sizes)):  # every rank keeps at least one sample: take it from the largest
+        if sizes[r] == 0:
+            sizes[r] = 1
+            sizes[max(range(len(sizes)), key=lambda q: sizes[q])] -= 1
+    return sizes
+    ### END SOLUTION
+
+
+def loss_weight(b_r: int, global_batch: int, world: int) -> float:
+    """Factor on rank r's mean loss so that the all-reduced average gradient is the global-batch one."""
+    ### BEGIN SOLUTION
+    return world * b_r / global_batch  # mean_r * b_r / B summed over ranks = global mean; DDP divides by R
+    ### END SOLUTION
+
+
+# %%
+straggler_table, straggler = lab05.experiment(rebalance, loss_weight, world=2, slow_rank=1, factor=2.0,
+                                              batch=24, steps=pick(full=10, fast=5))
+display(straggler_table)
+print(f"rebalanced sizes {straggler['sizes']}; recovered {straggler['recovered']:.0%} of the what-if gain")
+
+# %% nbgrader={"grade": true, "grade_id": "stragglers_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
+# equal totals, different compute: only compute names the straggler
+demo = pd.DataFrame({"rank": [0, 0, 1, 1, 2, 2] * 2, "step": [0] * 6 + [1] * 6,
+                     "kind": ["compute", "comm"] * 6,
+                     "seconds": [0.01, 0.03, 0.01, 0.03, 0.04, 0.0] * 2})
+assert slowest_rank(demo) == 2, f"slowest_rank on a frame where rank 2 computes 4x longer: {slowest_rank(demo)}"
+measured = slowest_rank(straggler["before"]["spans"])
+assert measured == 1, f"the measured run slowed rank 1, slowest_rank says {measured}"
+assert rebalance([0.001, 0.002], 24) == [16, 8], f"rebalance([0.001, 0.002], 24) = {rebalance([0.001, 0.002], 24)}"
+assert rebalance([1.0, 1.0, 1.0], 10) == [4, 3, 3], f"ties -> lower rank: {rebalance([1.0, 1.0, 1.0], 10)}"
+assert rebalance([0.001, 1.0], 4) == [3, 1], f"each rank keeps >= 1 sample: {rebalance([0.001, 1.0], 4)}"
+assert math.isclose(loss_weight(16, 24, 2), 4 / 3), f"loss_weight(16, 24, 2) = {loss_weight(16, 24, 2)}"
+gerr = float((straggler["after"]["grad"] - straggler["grad_ref"]).abs().max())
+assert gerr < 1e-5, f"rebalanced sizes {straggler['sizes']}: max |grad - global-batch grad| = {gerr:.3g}"
+### BEGIN HIDDEN TESTS
+import random
+
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("stragglers_tests")
+rng = random.Random(grading_seed())
+ev.equal("demo slowest", slowest_rank(demo))
+ev.equal("measured slowest (world 2, rank 1)", measured)
+for args in [([0.001, 0.002], 24), ([1.0, 1.0, 1.0], 10), ([0.001, 1.0], 4)]:
+    ev.equal(f"rebalance {args}", rebalance(*args))
+for _ in range(30):
+    world = rng.randint(2, 4)
+    args = ([rng.uniform(0.5, 4.0) for _ in range(world)], rng.randint(world, 64))
+    ev.equal(f"rebalance {args}", rebalance(*args))
+ev.close("loss_weight", [loss_weight(b, B, R) for b, B, R in [(16, 24, 2), (3, 10, 3), (1, 7, 4)]], rtol=1e-9)
+ev.close("grad rebalanced world 2", straggler["after"]["grad"], atol=1e-5)
+slow, sizes = rng.randrange(3), [rng.randint(2, 9) for _ in range(3)]
+hidden = lab05.run_straggler(sizes, slow_rank=slow, factor=3.0, steps=4, loss_weight=loss_weight)
+ev.equal(f"measured slowest world 3 (slow rank {slow})", {"slow": slow, "named": slowest_rank(hidden["spans"])})
+ev.close(f"grad world 3 sizes {sizes}", hidden["grad"], atol=1e-5)
+ev.rule("recovered fraction of the what-if gain", float(straggler["recovered"]), rule="common.ge", bound=0.3)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Written (4 points).** From the table: how long did the fast rank wait per step before rebalancing, and what
+# fraction of the what-if gain did rebalancing recover? Why would rebalancing by *total* step time have found
+# nothing to fix, and what else (besides moving samples) could you do about a rank that is slow for good?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "stragglers_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
+# The fast rank waited about as long as the straggler's extra compute (≈ half of its step at 2×); rebalancing
+# recovered most of the what-if gain (the table's fraction), limited by integer sizes and noise. Total step time
+# is equal on every rank because the all-reduce synchronizes them, so it cannot rank them. For a rank that stays
+# slow: replace or drain the node (elastic restart without it), or run asynchronous/local-SGD-style updates.
+#
+# === BEGIN MARK SCHEME ===
+# 1: quotes the measured wait; 1: quotes the recovered fraction; 1: totals equalize because the collective waits
+# for the slowest; 1: a sensible remedy beyond rebalancing (exclude/replace node, elastic restart, backup workers).
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Exercise 4 — Scaling against quality and cost (18 points, ~15 min)
+#
+# Three small functions, then the measurements use them:
+# - `efficiency(table)`: `table` has rows of two modes (`"strong"`: fixed global batch; `"weak"`: fixed batch per
+#   rank) with columns `mode, world, samples_per_s`, in any order. Return a copy with a column `efficiency =
+#   samples_per_s / (world × samples_per_s of the world-1 row of the same mode)`.
+# - `noise_scale(g2_small, g2_big, b_small, b_big)`: from the mean squared gradient norms at two batch sizes,
+#   McCandlish et al.'s unbiased estimates `|G|² = (b_big g2_big − b_small g2_small) / (b_big − b_small)` and
+#   `tr(Σ) = (g2_small − g2_big) / (1/b_small − 1/b_big)`; return `{"g2": ..., "trace_sigma": ..., "b_simple":
+#   tr(Σ) / |G|²}`.
+# - `scaled_lr(base_lr, base_batch, batch, rule, step, warmup)`: the target `base_lr × k` (`rule="linear"`) or
+#   `base_lr × √k` (`"sqrt"`), `k = batch / base_batch`, reached linearly from `base_lr` over `warmup` steps:
+#   `base_lr + (target − base_lr) × min(1, step / warmup)` (`warmup=0`: the target at once); another rule:
+#   `ValueError` naming it.
+#
+# Stuck? `hint("lab05.scaling")`
+
+
+# %% nbgrader={"grade": false, "grade_id": "scaling_solution", "locked": false, "schema_version": 3, "solution": true}
+def efficiency(table: pd.DataFrame) -> pd.DataFrame:
+    """Copy of ``table`` with ``efficiency`` against the world-1 row of the same mode."""
+    ### BEGIN SOLUTION
+    out = table.copy()
+    base = out[out["world"] == 1].set_index("mode")["samples_per_s"]
+    out["efficiency"] = out["samples_per_s"] / (out["world"] * out["mode"].map(base))
+    return out
+    ### END SOLUTION
+
+
+def noise_scale(g2_small: float, g2_big: float, b_small: float, b_big: float) -> dict:
+    """Unbiased |G|^2, tr(Sigma) and B_simple from E|g|^2 at two batch sizes."""
+    ### BEGIN SOLUTION
+    g2 = (b_big * g2_big - b_small * g2_small) / (b_big - b_small)
+    trace_sigma = (g2_small - g2_big) / (1 / b_small - 1 / b_big)
+    return {"g2": g2, "trace_sigma": trace_sigma, "b_simple": trace_sigma / g2}
+    ### END SOLUTION
+
+
+def scaled_lr(base_lr: float, base_batch: int, batch: int, rule: str, step: int = 0, warmup: int = 0) -> float:
+    """Learning rate at ``step`` for ``batch`` under the linear or square-root rule with linear warm-up."""
+    ### BEGIN SOLUTION
+    k = batch / base_batch
+    if rule == "linear":
+        target = base_lr * k
+    elif rule == "sqrt":
+        target = base_lr * math.sqrt(k)
+    else:
+        raise ValueError(f"rule must be 'linear' or 'sqrt', got {rule!r}")
+    ramp = 1.0 if warmup <= 0 else min(1.0, step / warmup)
+    return base_lr + (target - base_lr) * ramp
+    ### END SOLUTION
+
+
+# %% [markdown]
+# Measured here (world 1 and 2, the straggler model without a straggler) and simulated on 8–64 ranks from an
+# α–β fit of this machine's gloo all-reduce (a 6 M-parameter model, 4 ms of compute per sample per rank):
+
+# %%
+steps_m = pick(full=8, fast=3)
+measured_rows = []
+for mode, sizes in [("strong", [24]), ("strong", [12, 12]), ("weak", [12]), ("weak", [12, 12])]:
+    t = lab05.step_times(lab05.run_straggler(sizes, slow_rank=0, factor=1.0, steps=steps_m)["spans"])
+    measured_rows.append({"mode": mode, "world": len(sizes), "samples_per_s": sum(sizes) / t["step"].max(),
+                          "source": "measured"})
+ar = lab05.measure_allreduce(pick(full=[2**12, 2**16, 2**20, 2**22, 2**24], fast=[2**12, 2**18, 2**22]),
+                             reps=pick(full=9, fast=3))
+fit = lab05.fit_alpha_beta(ar)
+sim = pd.concat([lab05.simulate([1, 8, 16, 32, 64], "strong", 1024, fit),
+                 lab05.simulate([1, 8, 16, 32, 64], "weak", 64, fit)]).assign(source="simulated")
+scaling = pd.concat([efficiency(pd.DataFrame(measured_rows)), efficiency(sim)], ignore_index=True)
+print(f"alpha = {fit['alpha'] * 1e6:.0f} us, beta = {1 / fit['beta'] / 1e9:.2f} GB/s")
+display(scaling[["source", "mode", "world", "samples_per_s", "efficiency"]])
+_fig = lab05.plot_scaling_sim(scaling)
+
+# %% [markdown]
+# The gradient noise scale, for free from data parallelism: each rank's own gradient is a batch-`b` estimate,
+# the all-reduced one a batch-`R·b` estimate. Compared with the exact value from every per-sample gradient:
+
+# %%
+norms = lab05.grad_norms(b_small=32, world=2, draws=pick(full=1000, fast=300))
+ns = noise_scale(norms["g2_small"], norms["g2_big"], norms["b_small"], norms["b_big"])
+exact = lab05.true_noise_scale()
+display(pd.DataFrame([{"estimate": "two batch sizes", **ns}, {"estimate": "exact (all samples)",
+                      "g2": exact["g2"], "trace_sigma": exact["trace_sigma"], "b_simple": exact["b_simple"]}]))
+
+# %% nbgrader={"grade": true, "grade_id": "scaling_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
+demo = pd.DataFrame({"mode": ["weak", "strong", "strong", "weak"], "world": [2, 2, 1, 1],
+                     "samples_per_s": [150.0, 160.0, 100.0, 80.0]})
+eff = efficiency(demo)
+assert list(eff["efficiency"].round(4)) == [0.9375, 0.8, 1.0, 1.0], f"efficiency on {demo.to_dict('list')}: " \
+    f"{list(eff['efficiency'])} (expected [0.9375, 0.8, 1.0, 1.0]: against the same mode's world-1 row)"
+est = noise_scale(4 + 40 / 8, 4 + 40 / 32, 8, 32)  # |G|^2 = 4, tr(Sigma) = 40 -> B_simple = 10
+assert all(math.isclose(est[k], v) for k, v in {"g2": 4.0, "trace_sigma": 40.0, "b_simple": 10.0}.items()), est
+assert 0.3 < ns["b_simple"] / exact["b_simple"] < 3, f"measured B_simple {ns['b_simple']:.3g} vs exact " \
+    f"{exact['b_simple']:.3g}"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=10, warmup=10), 0.4), "linear, warm-up done"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "sqrt"), 0.2), "sqrt rule, no warm-up"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=5, warmup=10), 0.25), "half-way through warm-up"
+try:
+    scaled_lr(0.1, 256, 1024, "cubic")
+    raise AssertionError("scaled_lr(rule='cubic') should raise ValueError")
+except ValueError as exc:
+    assert "cubic" in str(exc), f"the ValueError should name the rule: {exc}"
+### BEGIN HIDDEN TESTS
+import random
+
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("scaling_tests")
+rng = random.Random(grading_seed())
+ev.close("visible efficiency", torch.tensor(eff["efficiency"].to_numpy()), rtol=1e-9)
+worlds = [1, 2, 4, 8]
+rows = [{"mode": m, "world": w, "samples_per_s": rng.uniform(50, 500)} for m in ("weak", "strong") for w in worlds]
+rng.shuffle(rows)
+ev.close("hidden efficiency", torch.tensor(efficiency(pd.DataFrame(rows))["efficiency"].to_numpy()), rtol=1e-9)
+ev.close("visible noise scale", est, rtol=1e-9)
+for _ in range(5):
+    g2, tr, bs = rng.uniform(0.5, 5), rng.uniform(5, 100), rng.choice([4, 8, 16])
+    bb = bs * rng.choice([2, 4, 8])
+    ev.close(f"noise scale g2={g2:.3f} tr={tr:.3f} b={bs},{bb}", noise_scale(g2 + tr / bs, g2 + tr / bb, bs, bb),
+             rtol=1e-6)
+ev.close("measured noise scale", ns, rtol=1e-4)
+ev.close("scaled_lr", [scaled_lr(0.1, 256, b, rule, s, w) for b in (128, 1024, 4096) for rule in ("linear", "sqrt")
+                       for s, w in ((0, 0), (3, 10), (20, 10))], rtol=1e-9)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Exercise 5 — Decide (12 + 8 points, ~15 min)
+#
+# `lab05.candidates` lists every (world, global batch) on the simulated cluster with its step time, the steps to
+# the target loss `S_min (1 + B_simple / B)` (McCandlish et al.; your noise scale), the time and the cost
+# (`lab05.PRICE` $ per rank-hour). Write:
+# - `choose(cands, deadline_s)`: the row (a dict) with the lowest `cost` among those with `time_s ≤ deadline_s`
+#   (ties: fewer ranks); none in time: `ValueError` naming the deadline and the fastest `time_s`;
+# - `collective_timeout(step_s, margin)`: a collective timeout that never fires on this machine's measured
+#   step times but catches a hang soon after: `margin ×` the **largest** measured step time (the tail, not the
+#   typical step).
+#
+# Stuck? `hint("lab05.decide")`
+
+
+# %% nbgrader={"grade": false, "grade_id": "decide_solution", "locked": false, "schema_version": 3, "solution": true}
+def choose(cands: pd.DataFrame, deadline_s: float) -> dict:
+    """Cheapest (world, global batch) that reaches the target within ``deadline_s``."""
+    ### BEGIN SOLUTION
+    ok = cands[cands["time_s"] <= deadline_s]
+    if ok.empty:
+        raise ValueError(f"no configuration reaches the target within {deadline_s} s: the fastest takes "
+                         f"{cands['time_s'].min():.1f} s")
+    return ok.sort_values(["cost", "world"], kind="stable").iloc[0].to_dict()
+    ### END SOLUTION
+
+
+def collective_timeout(step_s: list[float], margin: float = 3.0) -> float:
+    """``margin`` x the largest measured step time."""
+    ### BEGIN SOLUTION
+    return margin * max(step_s)
+    ### END SOLUTION
+
+
+# %%
+cands = lab05.candidates([1, 2, 4, 8, 16, 32, 64], [32, 64, 128, 256, 512, 1024, 2048], fit, ns["b_simple"])
+fastest = float(cands["time_s"].min())
+deadline_s = round(2.0 * fastest, 1)  # the course brief's deadline: twice the fastest possible time
+plan = choose(cands, deadline_s)
+step_samples = lab05.step_time_samples(steps=pick(full=60, fast=20))
+timeout_s = collective_timeout(step_samples)
+lr = scaled_lr(0.05, 32, int(plan["global_batch"]), "sqrt", step=100, warmup=100)
+display(cands.sort_values("cost").head(8))
+print(f"deadline {deadline_s} s -> {plan}; lr {lr:.3g}; timeout {timeout_s * 1e3:.1f} ms")
+_fig = lab05.plot_step_tail(step_samples, timeout_s)
+
+# %% [markdown]
+# **The solution card.** Latency: the chosen configuration's step time (s/step); cost: its cost to the target
+# ($); capacity: your measured critical batch B_simple (samples/step) beyond which more data parallelism buys
+# little; fallback: the collective timeout (s) after which a hang is declared and the job restarts.
+
+# %% nbgrader={"grade": false, "grade_id": "card_solution", "locked": false, "schema_version": 3, "solution": true}
+### BEGIN SOLUTION
+card = SolutionCard(
+    lab="lab05",
+    latency=Limit(float(plan["step_s"]), "s/step",
+                  f"simulated: world {int(plan['world'])}, global batch {int(plan['global_batch'])}"),
+    cost=Limit(float(plan["cost"]), "$ to target", f"{lab05.PRICE} $/rank-hour, {plan['steps']:.0f} steps"),
+    capacity=Limit(float(ns["b_simple"]), "samples/step", "critical batch (B_simple) of the lab's task"),
+    fallback=Limit(float(timeout_s), "s collective timeout", "3x the largest measured step; then restart"),
+    justification=(
+        f"Cheapest configuration meeting the {deadline_s} s deadline: world {int(plan['world'])} at global "
+        f"batch {int(plan['global_batch'])}, {plan['cost']:.3g} $. Beyond B_simple ~ {ns['b_simple']:.0f} "
+        "samples per step more workers mostly buy wasted samples, and the all-reduce latency grows with the "
+        "ring. A hang is declared after 3x the slowest step seen, far above the tail, so no false alarms."),
+)
+### END SOLUTION
+card
+
+# %% nbgrader={"grade": true, "grade_id": "decide_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
+toy = pd.DataFrame({"world": [1, 2, 4, 8], "global_batch": [64] * 4, "time_s": [400.0, 220.0, 120.0, 70.0],
+                    "cost": [1.0, 1.1, 1.2, 1.6]})
+assert choose(toy, 250.0)["world"] == 2, f"deadline 250 s: cheapest in time is world 2, got {choose(toy, 250.0)}"
+assert choose(toy, 1e9)["world"] == 1, "no deadline pressure: the cheapest overall (world 1)"
+try:
+    choose(toy, 10.0)
+    raise AssertionError("choose(deadline 10 s) should raise ValueError: nothing is that fast")
+except ValueError as exc:
+    assert "70" in str(exc), f"the ValueError should name the fastest time (70 s): {exc}"
+tail = [0.01] * 50 + [0.05]
+assert math.isclose(collective_timeout(tail, 3.0), 0.15), f"timeout for a 50 ms tail: {collective_timeout(tail)}"
+assert timeout_s > max(step_samples), f"timeout {timeout_s} s is below the measured tail {max(step_samples)} s"
+course_dist.check_card(card, measured={"latency": float(plan["step_s"]), "cost": float(plan["cost"]),
+                                       "capacity": float(ns["b_simple"]), "fallback": float(timeout_s)})
+### BEGIN HIDDEN TESTS
+import random
+
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("decide_tests")
+rng = random.Random(grading_seed())
+ev.equal("toy choices", [int(choose(toy, d)["world"]) for d in (250.0, 1e9, 130.0, 70.0)])
+for i in range(10):
+    t = pd.DataFrame({"world": [1, 2, 4, 8, 16], "global_batch": [rng.choice([64, 256])] * 5,
+                      "time_s": sorted((rng.uniform(10, 500) for _ in range(5)), reverse=True),
+                      "cost": [rng.uniform(1, 3) for _ in range(5)]})
+    d = rng.uniform(5, 400)
+    try:
+        got = int(choose(t, d)["world"])
+    except ValueError:
+        got = "ValueError"
+    ev.equal(f"hidden choice {i}", got)
+ev.close("toy timeouts", [collective_timeout(tail, m) for m in (2.0, 3.0, 5.0)], rtol=1e-9)
+ev.rule("timeout above the measured tail", {"timeout": float(timeout_s), "step_s": step_samples},
+        rule="lab05.timeout_above_tail", margin=3.0)
+ev.rule("plan meets the deadline", {"plan_time_s": float(plan["time_s"]), "deadline_s": float(deadline_s)},
+        rule="lab05.meets_deadline")
+ev.rule("card", {"card": dataclasses.asdict(card),
+                 "measured": {"latency": float(plan["step_s"]), "cost": float(plan["cost"]),
+                              "capacity": float(ns["b_simple"]), "fallback": float(timeout_s)}},
+        rule="common.card", rtol=0.25)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Written (8 points).** Justify the card from *your* numbers: why this world size and global batch rather than
+# more workers (quote efficiency at 8–64 ranks and B_simple), what the LR scaling rule and warm-up would be at
+# your global batch, why your timeout cannot fire on a healthy step yet catches a hang within seconds, and what
+# changes the decision (a tighter deadline, a faster network, a larger model).
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 8, "schema_version": 3, "solution": true}
+# The chosen (world, batch) is the cheapest that meets the deadline; above B_simple the steps to target stop
+# falling (S ≈ S_min), so each extra worker adds cost and all-reduce latency (strong-scaling efficiency drops
+# well below 1 at 32–64 simulated ranks). At the chosen batch the sqrt rule (or linear below B_simple) with a
+# warm-up of ~100 steps sets the LR. The timeout is 3× the largest measured step: the tail never reaches it, and
+# a hang is still caught in well under a second here. A tighter deadline forces more ranks at higher cost; a
+# faster network (smaller α, β) or a larger compute per sample moves the efficient point to more workers.
+#
+# === BEGIN MARK SCHEME ===
+# 2: quotes simulated efficiency at 8–64 and where it falls; 2: uses B_simple to explain why larger batches stop
+# paying; 1: LR rule + warm-up at the chosen batch; 2: timeout vs measured tail (number) and detection latency;
+# 1: what changes the decision.
+# === END MARK SCHEME ===
