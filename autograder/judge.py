@@ -1,9 +1,9 @@
 """The trusted judge: decides graded test cells from recorded evidence, outside the student's process.
 
 A student's kernel records evidence (``course_dist.evidence``): for each graded test cell, a file
-``<grade_id>.pt`` of ``{key: {"value": ..., "spec": ...}}``. The *reference* run (reference solutions, same seed and
-mode) records the same keys. The judge compares, for every key the reference recorded, the student's value by the
-reference's spec - the student's own spec is never read::
+``<grade_id>.pt`` of ``{key: {"value": ..., "spec": ...}}``. The *reference* run (reference solutions, same
+seed and mode) records the same keys. The judge compares, for every key the reference recorded, the student's
+value by the reference's spec - the student's own spec is never read::
 
     from autograder.judge import load_evidence, judge_cell
     ref, stu = load_evidence(ref_dir), load_evidence(stu_dir)
@@ -11,19 +11,30 @@ reference's spec - the student's own spec is never read::
 
 Specs: ``equal`` (same structure; tensors ``torch.equal`` with the same dtype; floats ``==``, NaN equals NaN),
 ``close`` (same structure; ``|s - r| <= atol + rtol * |r|`` elementwise), ``rule`` (a trusted function
-``autograder.judges.<module>.<function>(student_value, reference_value, **params)`` that raises AssertionError).
+``autograder.judges.<module>.<function>(student_value, reference_value, **params)`` raising AssertionError).
 Evidence files are read with ``torch.load(weights_only=True)``: tensors and plain containers, never code.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+import logging
 import math
+import os
 import re
+import shutil
+import stat
+import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger("autograder.judge")
+MAX_FILE_BYTES = 32 << 20  # per evidence file (the writer caps at 16 MiB): never load a student's giant file
+MAX_FILES = 2000  # evidence files per notebook considered (a student may create any number)
 MAX_MESSAGE = 300  # characters per problem: enough for the values, short enough for a CSV reason
 _RULE = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -33,13 +44,27 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# ---- loading -------------------------------------------------------------------------------------------------
+# ---- loading ---------------------------------------------------------------------------------------------
 def load_file(path: Path) -> dict[str, dict]:
     """The records of one evidence file, or ValueError saying why it cannot be trusted."""
+    import io
+
     import torch
 
     try:
-        payload = torch.load(path, weights_only=True, map_location="cpu")
+        # O_NOFOLLOW + fstat: a student's symlink (or a file swapped in for one) is never followed
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ValueError(f"{path.name}: not a readable regular file ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path.name}: not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ValueError(f"{path.name}: {st.st_size} bytes of evidence (> {MAX_FILE_BYTES}): not read")
+        data = fh.read(MAX_FILE_BYTES + 1)
+    try:
+        payload = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception as exc:  # a truncated file, a pickle with code in it, garbage: all "no evidence"
         raise ValueError(
             f"{path.name}: unreadable evidence ({type(exc).__name__}: {_short(str(exc), 160)})"
@@ -62,7 +87,7 @@ def load_evidence(directory: Path | str) -> dict[str, dict[str, dict] | ValueErr
     d = Path(directory)
     if not d.is_dir():
         return out
-    for path in sorted(d.glob("*.pt")):
+    for path in sorted(d.glob("*.pt"))[:MAX_FILES]:
         if (
             path.is_symlink() or not path.is_file()
         ):  # a student's symlink to somebody else's file is no evidence
@@ -75,14 +100,15 @@ def load_evidence(directory: Path | str) -> dict[str, dict[str, dict] | ValueErr
     return out
 
 
-# ---- comparing -----------------------------------------------------------------------------------------------
+# ---- comparing -------------------------------------------------------------------------------------------
 def _compare(s: Any, r: Any, where: str, close: dict | None) -> str | None:
     """None if student value ``s`` matches reference ``r`` (exactly, or within ``close``'s atol/rtol)."""
     import torch
 
     if isinstance(r, torch.Tensor):
         if not isinstance(s, torch.Tensor):
-            return f"{where}: expected a tensor {tuple(r.shape)} {r.dtype}, got {type(s).__name__} {_short(s, 60)}"
+            got = f"{type(s).__name__} {_short(s, 60)}"
+            return f"{where}: expected a tensor {tuple(r.shape)} {r.dtype}, got {got}"
         if s.shape != r.shape:
             return f"{where}: shape {tuple(s.shape)} != expected {tuple(r.shape)}"
         if close is None:
@@ -109,7 +135,8 @@ def _compare(s: Any, r: Any, where: str, close: dict | None) -> str | None:
         tol = "" if close is None else f" (atol {close['atol']:g}, rtol {close['rtol']:g})"
         return (
             f"{where}: max |diff| {float(bad.max()) if bad.numel() else 0:.4g}{tol}; at flat index {idx}: "
-            f"got {flat_s[idx].item() if s.numel() else None!r}, expected {flat_r[idx].item() if r.numel() else None!r}"
+            f"got {flat_s[idx].item() if s.numel() else None!r}, "
+            f"expected {flat_r[idx].item() if r.numel() else None!r}"
         )
     if isinstance(r, dict):
         if not isinstance(s, dict):
@@ -126,7 +153,8 @@ def _compare(s: Any, r: Any, where: str, close: dict | None) -> str | None:
         if not isinstance(s, (list, tuple)):
             return f"{where}: expected a list of {len(r)}, got {type(s).__name__} {_short(s, 60)}"
         if len(s) != len(r):
-            return f"{where}: length {len(s)} != expected {len(r)} (got {_short(s, 80)}, expected {_short(r, 80)})"
+            both = f"got {_short(s, 80)}, expected {_short(r, 80)}"
+            return f"{where}: length {len(s)} != expected {len(r)} ({both})"
         for i, (a, b) in enumerate(zip(s, r, strict=True)):
             p = _compare(a, b, f"{where}[{i}]", close)
             if p:
@@ -157,7 +185,10 @@ def _compare(s: Any, r: Any, where: str, close: dict | None) -> str | None:
             )
         if abs(s - r) <= close["atol"] + close["rtol"] * abs(r):
             return None
-        return f"{where}: got {s!r}, expected {r!r} (|diff| {abs(s - r):.4g} > atol {close['atol']:g} + rtol {close['rtol']:g}·|expected|)"
+        return (
+            f"{where}: got {s!r}, expected {r!r} (|diff| {abs(s - r):.4g} > atol {close['atol']:g} "
+            f"+ rtol {close['rtol']:g}·|expected|)"
+        )
     return f"{where}: reference value of unsupported type {type(r).__name__}"
 
 
@@ -207,17 +238,21 @@ def judge_cell(
     reference: dict[str, dict] | ValueError | None,
     student: dict[str, dict] | ValueError | None,
 ) -> list[str]:
-    """Problems of one graded cell ([] = the judge passes it). Every reference key must be recorded and match."""
+    """Problems of one graded cell ([] = the judge passes). Every reference key must be recorded and match."""
     if reference is None or isinstance(reference, ValueError) or not reference:
         why = f" ({reference})" if isinstance(reference, ValueError) else ""
         return [f"{grade_id}: the reference run recorded no evidence for this cell{why}: it cannot be judged"]
     if isinstance(student, ValueError):
         return [f"{grade_id}: {student}"]
     student = student or {}
+    missing = [key for key in reference if key not in student]
     problems = []
+    if missing:  # one message for all of them: the cell stopped before it got there
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        shown = ", ".join(_short(k, 60) for k in missing[:3]) + more
+        problems.append(f"no evidence for {shown}: the cell stopped before recording it")
     for key, rec in reference.items():
-        if key not in student:
-            problems.append(f"no evidence for {_short(key, 100)}: the cell stopped before recording it")
+        if key in missing:
             continue
         p = check(key, rec.get("spec") or {}, student[key].get("value"), rec.get("value"))
         if p:
@@ -231,3 +266,89 @@ def judge_all(
     """grade_id -> problems for each of ``grade_ids`` (the auto-graded test cells of a notebook)."""
     ref, stu = load_evidence(reference_dir), load_evidence(student_dir)
     return {gid: judge_cell(gid, ref.get(gid), stu.get(gid)) for gid in grade_ids}
+
+
+# ---- the oracle: reference evidence ------------------------------------------------------------------------
+def _source_hash(cfg: Any, lab: str, nb: Any) -> str:
+    """Hash of what the reference evidence depends on: the source notebook and the files beside it."""
+    import nbformat
+
+    h = hashlib.sha256(nbformat.writes(nb).encode())
+    for p in sorted((cfg.solutions / lab).rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".ipynb"):
+            h.update(str(p.relative_to(cfg.solutions)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
+    """Directory of the reference run's evidence for ``lab`` at ``seed`` and mode (computed once, cached).
+
+    Executes the source notebook (reference solutions + hidden tests) in a plain kernel - reference code is
+    trusted - with ``COURSE_EVIDENCE_DIR``, ``COURSE_GRADE_SEED`` and ``COURSE_FAST`` set, in a scratch copy
+    of the files beside the source. Cached under ``build/grading/reference/<lab>/<seed>-<mode>-<hash>/``;
+    concurrent callers (workers of one run, shards) wait on a lock and reuse the first one's result.
+    ``run.json`` there lists graded cells whose reference execution raised (a course bug, logged).
+    """
+    import fcntl
+
+    from nbclient import NotebookClient
+
+    from autograder.mutants import copy_extras
+    from autograder.release import build_source_notebook
+    from autograder.sandbox import SandboxedKernelManager
+    from autograder.source import nbgrader_meta
+
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    nb = build_source_notebook(cfg, lab)
+    mode = "fast" if fast else "full"
+    out = cfg.build / "grading" / "reference" / lab / f"{seed}-{mode}-{_source_hash(cfg, lab, nb)}"
+    if (out / "run.json").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one reference run per key, however many workers ask
+        if (out / "run.json").exists():
+            return out
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix=f"{lab}-reference-") as tmp:
+            work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
+            ev.mkdir()
+            copy_extras(cfg, lab, work)
+            env = {**cfg.kernel_environ(), "COURSE_FAST": "1" if fast else "0"}
+            env.update(COURSE_EVIDENCE_DIR=str(ev), COURSE_GRADE_SEED=str(seed))
+            client = NotebookClient(
+                nb,
+                timeout=int(cfg.cell_timeout),
+                allow_errors=True,
+                interrupt_on_timeout=True,
+                kernel_name="python3",
+                kernel_manager_class=SandboxedKernelManager,
+                resources={"metadata": {"path": str(work)}},
+            )
+            client.create_kernel_manager().extra_env = env
+            client.execute()
+            errors = {}
+            for cell in nb.cells:
+                meta = nbgrader_meta(cell)
+                errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+                if meta.get("grade") and cell.cell_type == "code" and errs:
+                    errors[meta["grade_id"]] = f"{errs[0].get('ename')}: {str(errs[0].get('evalue'))[:200]}"
+            if errors:
+                log.error("%s: the reference run raised in graded cells %s", lab, errors)
+            staged = out.with_name(out.name + ".staging")
+            shutil.rmtree(staged, ignore_errors=True)
+            shutil.copytree(ev, staged)
+            (staged / "run.json").write_text(
+                json.dumps(
+                    {
+                        "lab": lab,
+                        "seed": seed,
+                        "mode": mode,
+                        "errors": errors,
+                        "seconds": round(time.monotonic() - t0, 1),
+                    }
+                )
+            )
+            staged.replace(out)  # atomic: a reader sees no directory or a complete one
+    return out

@@ -6,7 +6,11 @@ Header (DESIGN.md)::
     # exercise: allreduce            (the ONLY rubric exercise whose auto points it must lose)
     # replaces: allreduce_solution   (grade_id of the answer cell whose source this file replaces)
     # why: sums gradients across ranks but never divides by world size
+    # hidden-only: <why>             (optional: the visible tests cannot catch it, e.g. a seed-dependent case)
     <the complete replacement source of that cell>
+
+Without ``hidden-only`` a mutant must fail the *visible* part of its own exercise's tests (DESIGN.md,
+"Honest visible tests"); :mod:`autograder.mutant_check` checks that.
 
 ``check_mutant`` is the fast, exercise-level check used by the test suite: swap the cell into the reference
 (instructor) notebook, execute it in fast mode with nbclient, continue on errors, and record pass/fail of
@@ -29,6 +33,7 @@ from autograder.source import grade_id, nbgrader_meta
 
 log = logging.getLogger("autograder.mutants")
 HEADER_KEYS = ("mutant", "exercise", "replaces", "why")
+OPTIONAL_KEYS = ("hidden-only",)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Mutant:
     why: str
     source: str
     path: Path
+    hidden_only: str = ""  # why the visible tests cannot catch it ("" = they must)
 
     @property
     def is_file_mutant(self) -> bool:
@@ -56,9 +62,10 @@ def parse_mutant(path: Path, lab: str) -> Mutant:
     for i, line in enumerate(lines):
         s = line.strip()
         key = s[1:].split(":", 1)[0].strip() if s.startswith("#") and ":" in s else None
-        if key in HEADER_KEYS and key not in header:
+        if key in HEADER_KEYS + OPTIONAL_KEYS and key not in header:
+            free_text = key in ("why", "hidden-only")
             header[key] = (
-                s.split(":", 1)[1].split("(", 1)[0].strip() if key != "why" else s.split(":", 1)[1].strip()
+                s.split(":", 1)[1].strip() if free_text else s.split(":", 1)[1].split("(", 1)[0].strip()
             )
             body_start = i + 1
         elif header:
@@ -72,8 +79,17 @@ def parse_mutant(path: Path, lab: str) -> Mutant:
     body = "\n".join(lines[body_start:]).strip("\n")
     if not body.strip():
         raise ValueError(f"{path}: no replacement source after the header")
+    if "hidden-only" in header and not header["hidden-only"]:
+        raise ValueError(f"{path}: '# hidden-only:' needs a reason (why the visible tests cannot catch it)")
     return Mutant(
-        lab, header["mutant"], header["exercise"], header["replaces"], header["why"], body, Path(path)
+        lab,
+        header["mutant"],
+        header["exercise"],
+        header["replaces"],
+        header["why"],
+        body,
+        Path(path),
+        header.get("hidden-only", ""),
     )
 
 

@@ -1,8 +1,21 @@
-"""nbgrader configuration for this course, and the one preprocessor we add (stubs that name their task).
+"""nbgrader configuration for this course, and the preprocessors we add.
 
 Everything nbgrader-specific lives here so release/grade share one config: the course directory, the stub
-text,
-the execution limits, and restoring deleted test cells (``OverwriteCells.add_missing_cells``).
+text, the execution limits, restoring deleted test cells (``OverwriteCells.add_missing_cells``), and the
+grading contract of DESIGN.md (issue 9)::
+
+    nbgrader_config(cfg, db_path=..., sandbox=SandboxSpec(...) | None, evidence_dir=<scratch root>,
+                    reference_evidence=<dir from autograder.judge.reference_evidence>, seed=<int>,
+                    show_hidden_source=False) -> traitlets Config
+
+* Autograde executes with :class:`autograder.execute.SandboxedExecute` (the kernel in bubblewrap when
+  ``sandbox`` is given; its ``workdir`` is replaced per run by a scratch copy under ``evidence_dir``) with
+  ``COURSE_FAST``, ``COURSE_GRADE_SEED`` and ``COURSE_EVIDENCE_DIR`` in the kernel's environment;
+* :class:`JudgeEvidence` runs right after execution: an auto-graded test cell keeps its points only if the
+  judge passes every key the reference recorded for it - else an error output ``JudgeFailed: ...`` is
+  appended (nbgrader then scores it 0), otherwise one line ``judge: N checks passed``;
+* feedback (:class:`HideHiddenTests`) shows hidden checks by name, points and failure message, not their
+  source (``show_hidden_source=True`` restores nbgrader's behaviour).
 """
 
 from __future__ import annotations
@@ -12,7 +25,7 @@ import sys
 from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Dict, Unicode
+from traitlets import Bool, Dict, Unicode
 from traitlets.config import Config
 
 from autograder.config import CourseConfig
@@ -54,10 +67,107 @@ class NameStubs(NbGraderPreprocessor):
         return cell, resources
 
 
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def _is_test_cell(cell) -> bool:  # noqa: ANN001 - a notebook cell
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+class JudgeEvidence(NbGraderPreprocessor):
+    """Decide every auto-graded test cell from evidence: the trusted judge's verdict goes into its outputs.
+
+    Runs in the worker (outside the sandbox) after execution, once the kernel and everything it started are
+    dead, so nothing the student's code left behind can touch the verdict.
+    """
+
+    reference_dir = Unicode(
+        "", help="reference evidence directory (autograder.judge.reference_evidence)"
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):  # noqa: ANN001, ANN201 - nbconvert signature
+        import shutil
+
+        from nbformat.v4 import new_output
+
+        from autograder.judge import judge_cell, load_evidence
+
+        ref = load_evidence(self.reference_dir) if self.reference_dir else {}
+        ev_dir = resources.get("course_evidence_dir")
+        stu = load_evidence(ev_dir) if ev_dir else {}
+        verdicts = {}
+        for cell in nb.cells:
+            if not _is_test_cell(cell):
+                continue
+            gid = cell.metadata["nbgrader"]["grade_id"]
+            problems = judge_cell(gid, ref.get(gid), stu.get(gid))
+            verdicts[gid] = problems
+            if problems:
+                shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+                cell.outputs.append(
+                    new_output(
+                        "error",
+                        ename="JudgeFailed",
+                        evalue="; ".join(shown)[:2000],
+                        traceback=[f"JudgeFailed: {p}" for p in shown],
+                    )
+                )
+            else:
+                n = len(ref[gid])
+                cell.outputs.append(new_output("stream", name="stdout", text=f"judge: {n} checks passed\n"))
+        resources["course_judge"] = verdicts
+        if resources.get("course_scratch"):
+            shutil.rmtree(resources["course_scratch"], ignore_errors=True)
+        return nb, resources
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """Feedback: a test cell's hidden region becomes one comment; tracebacks shrink to 'Name: message'.
+
+    A traceback quotes the source lines around the failing assert, so it is cut too; the checks' names and
+    failure messages (the judge's, the asserts') and the points stay.
+    """
+
+    enabled = Bool(True).tag(config=True)
+
+    def preprocess_cell(self, cell, resources, index):  # noqa: ANN001, ANN201 - nbconvert signature
+        if not _is_test_cell(cell) or HIDDEN_BEGIN not in cell.source:
+            return cell, resources
+        lines, keep, hidden = cell.source.splitlines(), [], False
+        for line in lines:
+            if line.strip() == HIDDEN_BEGIN:
+                hidden = True
+                keep.append("# hidden tests: not shown (their names and failure messages are below)")
+            elif line.strip() == HIDDEN_END:
+                hidden = False
+            elif not hidden:
+                keep.append(line)
+        cell.source = "\n".join(keep)
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                out["traceback"] = [f"{out.get('ename')}: {out.get('evalue')}"]
+        return cell, resources
+
+
 def nbgrader_config(
-    cfg: CourseConfig, *, db_path: Path | None = None, exercise_of: dict | None = None
+    cfg: CourseConfig,
+    *,
+    db_path: Path | None = None,
+    exercise_of: dict | None = None,
+    sandbox: object | None = None,
+    evidence_dir: Path | None = None,
+    reference_evidence: Path | None = None,
+    seed: int = 0,
+    show_hidden_source: bool = False,
 ) -> Config:
-    """The traitlets Config used for every nbgrader call (generate_assignment, autograde, feedback)."""
+    """The traitlets Config used for every nbgrader call (generate_assignment, autograde, feedback).
+
+    ``sandbox``: a :class:`autograder.sandbox.SandboxSpec` (limits and extra paths; its workdir is replaced
+    per run) or None to execute without a sandbox. ``evidence_dir``: parent of the per-run scratch (the
+    kernel's copy of the submission and its evidence; default: the system temp dir). ``reference_evidence``:
+    the reference run's evidence for this lab, seed and mode (without it every auto cell fails the judge).
+    """
     c = Config()
     c.CourseDirectory.root = str(cfg.nbgrader_root)
     c.CourseDirectory.db_url = f"sqlite:///{db_path or cfg.gradebook}"
@@ -84,7 +194,26 @@ def nbgrader_config(
         # CourseConfig.stderr_fails)
         c.IgnorePattern.enabled = True
         c.IgnorePattern.pattern = STDERR_ANY
-    # Feedback shows hidden tests by design (measured.md); the release never does.
+    # Grading contract: sandboxed execution, then the judge, before nbgrader scores anything.
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.converters import Autograde, GenerateFeedback
+    from nbgrader.preprocessors import Execute
+
+    from autograder.execute import SandboxedExecute
+
+    auto = list(Autograde.class_traits()["autograde_preprocessors"].make_dynamic_default())
+    auto[auto.index(Execute)] = SandboxedExecute
+    auto.insert(auto.index(SandboxedExecute) + 1, JudgeEvidence)
+    assert ClearMetadataPreprocessor in auto, auto
+    c.Autograde.autograde_preprocessors = auto
+    c.SandboxedExecute.sandbox_json = "" if sandbox is None else sandbox.to_json()
+    c.SandboxedExecute.kernel_env = {**cfg.kernel_environ(), "COURSE_GRADE_SEED": str(int(seed))}
+    c.SandboxedExecute.scratch_root = str(evidence_dir) if evidence_dir else ""
+    c.JudgeEvidence.reference_dir = str(reference_evidence) if reference_evidence else ""
+    fb = list(GenerateFeedback.class_traits()["preprocessors"].make_dynamic_default())
+    if not show_hidden_source:
+        fb.insert(0, HideHiddenTests)
+    c.GenerateFeedback.preprocessors = fb
     return c
 
 

@@ -10,9 +10,10 @@ import nbformat
 import pytest
 
 from autograder.config import CourseConfig
-from autograder.grade import failure_reason, write_csv
+from autograder.merge import write_csv
 from autograder.mutant_check import check_lab_mutants
 from autograder.mutants import Mutant, find_mutants, parse_mutant
+from autograder.outcome import failure_reason, shorten
 from autograder.rubrics import load_rubric, rubric_problems
 from autograder.source import (
     graded_cells,
@@ -22,6 +23,7 @@ from autograder.source import (
     solution_cells,
     solution_lines,
 )
+from autograder.worker import annotate_feedback, describe_exit
 
 from .conftest import FIXTURE
 
@@ -54,8 +56,8 @@ def test_config_finds_labs_and_env(tmp_path: Path) -> None:
 def test_source_regions() -> None:
     nb = read_source(SRC)
     assert "total_of_both = a + b" in solution_lines(nb)
-    assert "assert add(-5, 5) == 0, add(-5, 5)" in hidden_lines(nb)
-    assert "assert add(1, 2) == 3, add(1, 2)" in public_lines(nb)
+    assert "ev = Evidence(\"add_tests\")" in hidden_lines(nb)
+    assert "assert add(1, 2) == 3, f\"add(1, 2): got {add(1, 2)!r}, expected 3\"" in public_lines(nb)
     assert not solution_lines(nb) & public_lines(nb)
     assert [c.id for c in nb.cells][:3] == ["cell-000", "cell-001", "cell-002"]
     assert all(set(c.metadata) <= {"nbgrader"} for c in nb.cells)
@@ -151,7 +153,7 @@ def test_release_names_each_stub(fixlab_course) -> None:  # noqa: ANN001
         "raise NotImplementedError(\"fixlab: implement add_solution; hint('fixlab.add') shows a hint\")"
         in src
     )
-    assert "BEGIN SOLUTION" not in src and "total_of_both" not in src and "add(-5, 5)" not in src
+    assert "BEGIN SOLUTION" not in src and "total_of_both" not in src and "grading_seed" not in src
     assert (fixlab_course.labs / "fixlab" / "hints.yaml").exists()
 
 
@@ -162,3 +164,41 @@ def test_release_is_deterministic(fixlab_course, tmp_path: Path) -> None:  # noq
     release(fixlab_course.with_(labs=tmp_path / "labs", build=tmp_path / "build"))
     for p in sorted((fixlab_course.labs / "fixlab").iterdir()):
         assert (tmp_path / "labs" / "fixlab" / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def test_short_reasons_never_cut_mid_word() -> None:
+    msg = "world 3 length 0: got [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] expected " + "x" * 40
+    short = shorten(msg, 60)
+    assert short.endswith("…") and len(short) <= 60 and msg.startswith(short[:-1].rstrip(",;:")), short
+    assert shorten("AssertionError: a\nsecond line") == "AssertionError: a"
+
+
+def test_worker_exit_described_by_signal_and_time() -> None:
+    assert describe_exit(-9, 8.2) == "killed by SIGKILL after 8 s"
+    assert describe_exit(3, 1.0) == "exited with status 3 after 1 s"
+
+
+def test_feedback_annotation(tmp_path: Path) -> None:
+    page = tmp_path / "f.html"
+    page.write_text(
+        '<h4>lab (Score: 10.0 / 20.0)</h4>\n'
+        '<li><a href="#t1">Test cell</a> (Score: 10.0 / 10.0)</li>\n'
+        '<li><a href="#w1">Written response</a> (Score: 0.0 / 10.0)</li>\n'
+        '<a name="w1"></a><div><span class="pull-right">\n      Score: 0.0 / 10.0 <a href="#top">(Top)</a>'
+    )
+    annotate_feedback(page, {"t1": "Ring all-reduce", "w1": "Card"}, {"w1"})
+    text = page.read_text()
+    assert "Ring all-reduce &mdash; Test cell <code>t1</code></a> (Score: 10.0 / 10.0)" in text, text
+    assert "(pending manual grading, 10 points)" in text and "pending manual grading (10 points)" in text
+    assert "Score: 0.0 / 10.0" not in text and "1 written answer(s) pending manual grading" in text
+
+
+def test_rubric_accepts_stretch(tmp_path: Path) -> None:
+    text = (FIXTURE / "autograder" / "rubric" / "fixlab.yaml").read_text()
+    p = tmp_path / "r.yaml"
+    p.write_text(text.replace("  - id: allsum\n", "  - id: allsum\n    stretch: true\n", 1))
+    r = load_rubric(p)
+    assert [e.id for e in r.exercises if e.stretch] == ["allsum"], r
+    p.write_text(text.replace("  - id: allsum\n", "  - id: allsum\n    stretch: maybe\n", 1))
+    with pytest.raises(ValueError, match="stretch must be true or false, got 'maybe'"):
+        load_rubric(p)

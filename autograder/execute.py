@@ -1,0 +1,133 @@
+"""nbgrader's Execute, with the kernel in the sandbox, a scratch copy as its cwd, and an output cap.
+
+``SandboxedExecute`` replaces nbgrader's ``Execute`` in Autograde (``nbgrader_ext.nbgrader_config``):
+
+* the kernel's cwd is a fresh *copy* of the autograded directory under ``scratch_root`` (never the grader's
+  own files: a student who writes a symlink there cannot make nbgrader write through it);
+* with ``sandbox_json`` set, the kernel runs under bubblewrap
+  (:class:`autograder.sandbox.SandboxedKernelManager`) seeing only that copy and the evidence directory
+  writable; empty = no sandbox (``--unsafe-no-sandbox``);
+* ``kernel_env`` (COURSE_FAST, COURSE_GRADE_SEED, ...) plus ``COURSE_EVIDENCE_DIR`` reach the kernel;
+* outputs beyond ``output_bytes`` are dropped with one note per cell (error outputs are always kept, their
+  tracebacks bounded), so 100 MB of prints cannot make a 100 MB notebook or feedback page.
+
+It leaves ``resources["course_evidence_dir"]`` (read by ``JudgeEvidence``) and
+``resources["course_sandbox"] = {"leftovers_killed", "wall_expired", "output_dropped_bytes"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+from traitlets import Dict, Integer, Unicode
+
+from autograder.sandbox import SandboxedKernelManager, SandboxSpec
+
+log = logging.getLogger("autograder.execute")
+MAX_TRACEBACK_CHARS = 20_000
+
+
+class SandboxedExecute(Execute):
+    sandbox_json = Unicode("", help="SandboxSpec JSON (workdir filled per run); empty = no sandbox").tag(
+        config=True
+    )
+    kernel_env = Dict({}, help="environment variables for the grading kernel").tag(config=True)
+    output_bytes = Integer(4 << 20, help="notebook output kept per submission (bytes)").tag(config=True)
+    scratch_root = Unicode("", help="parent of the per-run scratch directory (default: system temp)").tag(
+        config=True
+    )
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+        self._spec: SandboxSpec | None = None
+        self._env: dict[str, str] = {}
+        self._km: SandboxedKernelManager | None = None
+        self._used = 0
+        self._dropped = 0
+        self._noted: set[int] = set()
+
+    # ---- kernel -----------------------------------------------------------------------------------------
+    def create_kernel_manager(self):  # noqa: ANN201 - nbclient signature
+        km = super().create_kernel_manager()
+        km.sandbox = self._spec
+        km.extra_env = dict(self._env)
+        self._km = km
+        return km
+
+    def preprocess(self, nb, resources=None, km=None):  # noqa: ANN001, ANN201 - nbconvert signature
+        resources = resources if resources is not None else {}
+        meta = resources.setdefault("metadata", {})
+        src = meta.get("path") or "."
+        if self.scratch_root:
+            Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
+        base = Path(tempfile.mkdtemp(prefix="course-run-", dir=self.scratch_root or None))
+        work, evidence = base / "work", base / "evidence"
+        # symlinks=True: a student's symlink is copied as a link, never followed by the grader
+        shutil.copytree(src, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        evidence.mkdir()
+        self._env = {**self.kernel_env, "COURSE_EVIDENCE_DIR": str(evidence)}
+        if self.sandbox_json:
+            spec = json.loads(self.sandbox_json)
+            # only the copy and the evidence directory are writable, whatever the caller's spec said
+            spec.update(workdir=str(work), writable=[str(evidence)])
+            self._spec = SandboxSpec(**spec)
+            self.output_bytes = min(self.output_bytes, self._spec.output_bytes)
+        else:
+            self._spec = None
+            log.warning("grading WITHOUT a sandbox: the submission can read and write the grader's files")
+        self._used, self._dropped, self._noted = 0, 0, set()
+        resources["course_evidence_dir"] = str(evidence)
+        resources["course_scratch"] = str(base)
+        meta["path"] = str(work)
+        try:
+            return super().preprocess(nb, resources, km=km)
+        finally:
+            meta["path"] = src
+            killed = self._km.close() if self._km is not None else 0
+            resources["course_sandbox"] = {
+                "leftovers_killed": killed,
+                "wall_expired": bool(self._km is not None and self._km.wall_expired),
+                "output_dropped_bytes": self._dropped,
+                "sandboxed": self._spec is not None,
+            }
+            self._km = None
+            shutil.rmtree(work, ignore_errors=True)
+
+    # ---- output cap -------------------------------------------------------------------------------------
+    def output(self, outs, msg, display_id, cell_index):  # noqa: ANN001, ANN201 - nbclient signature
+        kind = msg.get("msg_type")
+        content = msg.get("content", {})
+        if kind == "error":  # always kept: it decides the grade; its traceback is bounded
+            tb, total, kept = content.get("traceback") or [], 0, []
+            for line in tb:
+                total += len(line)
+                if total > MAX_TRACEBACK_CHARS:
+                    kept.append("... (traceback truncated by the grader)")
+                    break
+                kept.append(line)
+            content["traceback"] = kept
+            content["evalue"] = str(content.get("evalue", ""))[:MAX_TRACEBACK_CHARS]
+            return super().output(outs, msg, display_id, cell_index)
+        size = len(json.dumps(content.get("data") or content.get("text") or content, default=str))
+        if self._used + size > self.output_bytes:
+            self._dropped += size
+            if cell_index not in self._noted:
+                self._noted.add(cell_index)
+                outs.append(
+                    new_output(
+                        "stream",
+                        name="stdout",
+                        text=f"\n[output truncated by the grader: this submission's output passed "
+                        f"{self.output_bytes} bytes; the rest of this cell's output is not kept]\n",
+                    )
+                )
+            return None
+        self._used += size
+        return super().output(outs, msg, display_id, cell_index)
