@@ -43,12 +43,11 @@ def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_siz
             failures.append(f"attempt {attempt}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     else:
         raise RuntimeError(f"gave up after {max_restarts} restarts: {failures}")
-    prog = lab04_elastic.read_progress(root)
+    prog = lab04.read_progress(root)
     recovery, lost = [], []
     for a in range(attempt):
         failed, nxt = prog[prog["attempt"] == a], prog[prog["attempt"] == a + 1]
-        resumed_from = int(nxt["step"].min()) - 1
-        lost.append(int(failed["step"].max()) - resumed_from if len(failed) else 0)
+        lost.append(int(failed["step"].max()) - (int(nxt["step"].min()) - 1) if len(failed) else 0)
         recovery.append(float(nxt["time"].min() - failed["time"].max()) if len(failed) else float("nan"))
     return RecoveryReport(results, attempt + 1, failures, recovery, lost, time.time() - t0)
     ### END SOLUTION

@@ -1,7 +1,7 @@
 # mutant: state_no_rng
 # exercise: state
 # replaces: state_solution
-# why: no RNG state saved: dropout masks, jitter and input scale differ after the restart
+# why: saves no RNG state at all: dropout, jitter and scale differ
 def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
     """Everything this rank's next training step depends on, as a snapshot (copies, not references).
 
@@ -14,11 +14,15 @@ def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
         "optimizer": tr.optimizer.state_dict(),
         "scheduler": tr.scheduler.state_dict(),
         "position": {"step": tr.step, "epoch": tr.epoch, "consumed": tr.consumed},
-        # RNGs are per process, so per rank: every rank saves its own (exercise 3 writes one file per rank)
+        # RNGs are per process, so per rank: every rank saves its own
+        "rng": {
+            "python": random.getstate(),
+            "numpy": np.random.get_state(),
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        },
         "config": tr.cfg.to_dict(),
         "config_hash": tr.cfg.digest(),
-        "rank": tr.rank,
-        "world_size": tr.world_size,
     }
     # state_dict() returns references to live tensors: copy, or the next optimizer step rewrites the snapshot
     return copy.deepcopy(state)
@@ -32,15 +36,18 @@ def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
     must stay untouched: restoring it again later must give the same run.
     """
     ### BEGIN SOLUTION
-    # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:
-    # without a copy, training the restored trainer would rewrite ``state``
-    state = copy.deepcopy(state)
     if state["config_hash"] != tr.cfg.digest():
         raise ValueError(f"checkpoint was written under config {state['config_hash']}, this run's config is "
                          f"{tr.cfg.digest()}: refusing to mix runs (start fresh or restore the old config)")
+    # optimizer.load_state_dict keeps references to the tensors it is given and AdamW updates them in place:
+    # without a copy, training the restored trainer would rewrite ``state``
+    state = copy.deepcopy(state)
     tr.model.load_state_dict(state["model"])
     tr.optimizer.load_state_dict(state["optimizer"])  # moves the moments to the parameters' device
     tr.scheduler.load_state_dict(state["scheduler"])
     pos = state["position"]
     tr.step, tr.epoch, tr.consumed = pos["step"], pos["epoch"], pos["consumed"]
+    rng = state["rng"]  # last: building the trainer above consumed randomness
+    if rng["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
     ### END SOLUTION

@@ -1,24 +1,20 @@
-"""Crash drills for lab 04 exercise 2: SIGKILL a checkpoint writer at every file operation, corrupt files.
+"""Watch a checkpoint writer: record its file operations, SIGKILL it before operation k.
 
-Never a solution: this file only *watches* a save. In a forked child it wraps ``open``/``io.open``
-(write modes), ``os.open``/``os.write``/``os.fsync``/``os.replace``/``os.rename``/``os.mkdir``/
-``os.unlink``/``os.remove``/``os.rmdir`` for paths under the checkpoint root, numbers each operation, and
-SIGKILLs the child *before* operation k (a ``write`` is cut in half first: the page cache then holds a torn
-file). The parent then calls the student's loader and checks the invariants a crash must never break.
-Deterministic: same save, same numbering.
+In a forked child (or a rank) it wraps ``open``/``io.open`` (write modes), ``os.open``/``os.write``/
+``os.fsync``/``os.replace``/``os.rename``/``os.mkdir``/``os.unlink``/``os.remove``/``os.rmdir`` for paths
+under the checkpoint root, numbers each operation, and SIGKILLs the process *before* operation k (a
+``write`` is cut in half first: the page cache then holds a torn file). Same save, same numbering.
 
-The on-disk format every lab-04 exercise shares (the oracle below checks it, independent of any student
-code)::
-
-    root/step-00000012/<name>.pt        one torch.save'd part per file (rank files: rank00-<name>.pt, ...)
-    root/step-00000012/manifest.json    {"step": 12, "files": {"<file>": {"bytes": n, "sha256": hex}}, ...}
-    root/latest                         text: "step-00000012"
+Each record: ``{"n", "op", "path", "src"}`` (paths relative to the root; ``"."`` is the root); an ``open``
+also says whether it ``created`` the file; a ``rename`` lists the ``contents`` (files) of a directory it
+moves, read from the file system at that moment. ``torch.save(obj, "path")`` writes through torch's C++
+writer, which no Python wrapper sees: the file then shows up only in ``contents``, never as written or
+fsynced. Never a solution.
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
 import io
 import json
 import os
@@ -28,81 +24,13 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
-import course_dist
-
-MANIFEST = "manifest.json"
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
-@dataclass
-class Loaded:
-    """What a checkpoint loader returns: the step, the directory, the parts, why newer ones were skipped."""
-
-    step: int
-    path: Path
-    parts: dict[str, Any]
-    skipped: dict[str, str] = field(default_factory=dict)  # directory name -> reason
-
-
-def step_dir_name(step: int) -> str:
-    return f"step-{step:08d}"
-
-
-def demo_parts(step: int, rank: int = 0) -> dict[str, Any]:
-    """Deterministic stand-in state for ``step`` (different bytes for every step and rank)."""
-    g = torch.Generator().manual_seed(1000 * step + rank)
-    return {
-        "model": {"w": torch.randn(64, 64, generator=g), "b": torch.randn(64, generator=g)},
-        "optimizer": {"exp_avg": torch.randn(64, 64, generator=g), "step": step},
-        "meta": {"step": step, "rank": rank, "rng": np.random.RandomState(step).get_state()},
-    }
-
-
-def same(a: Any, b: Any) -> bool:
-    """Deep equality for checkpoint parts (tensors bitwise, arrays elementwise)."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a.cpu(), b.cpu())
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(a, b)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return isinstance(b, list | tuple) and len(a) == len(b) and all(map(same, a, b))
-    return a == b
-
-
-def verify_dir(path: str | os.PathLike, world_size: int | None = None) -> str | None:
-    """The drills' oracle: None if ``path`` is a complete checkpoint, else the reason it is not."""
-    path = Path(path)
-    try:
-        manifest = json.loads((path / MANIFEST).read_text())
-        files = manifest["files"]
-    except FileNotFoundError:
-        return "no manifest"
-    except (ValueError, KeyError, TypeError) as e:
-        return f"unreadable manifest ({e})"
-    for name, meta in files.items():
-        f = path / name
-        if not f.is_file():
-            return f"{name} listed in the manifest but missing"
-        data = f.read_bytes()
-        if len(data) != meta["bytes"] or hashlib.sha256(data).hexdigest() != meta["sha256"]:
-            return f"{name}: size or sha256 does not match the manifest"
-    if world_size is not None:
-        for r in range(world_size):
-            if not any(n.startswith(f"rank{r:02d}-") for n in files):
-                return f"manifest lists no file of rank {r} (world size {world_size})"
-    return None
-
-
-# ---- recording and killing file operations -----------------------------------------------------------------
 class _Ops:
     """Counts file operations under ``root``; SIGKILLs this process before operation ``kill_at``."""
 
@@ -129,12 +57,13 @@ class _Ops:
         return os.path.relpath(p, self.root)
 
     def hit(
-        self, kind: str, path: str | None, src: str | None = None, half: Callable[[], None] | None = None
-    ):
+        self, kind: str, path: str | None, src: str | None = None, half: Callable[[], None] | None = None,
+        **extra: Any,
+    ) -> None:
         if path is None:
             return
         self.n += 1
-        rec = {"n": self.n, "op": kind, "path": path, "src": src}
+        rec = {"n": self.n, "op": kind, "path": path, "src": src, **extra}
         self.records.append(rec)
         if self.log_fd is not None:
             self.saved[(os, "write")](self.log_fd, (json.dumps(rec) + "\n").encode())
@@ -202,7 +131,7 @@ class _Ops:
             rel = ops.rel(file)
             if rel is None or not any(c in mode for c in "wax+"):
                 return real_open(file, mode, *a, **kw)
-            ops.hit("open", rel)
+            ops.hit("open", rel, created=not os.path.exists(file))
             f = real_open(file, mode, *a, **kw)
             ops.fds[f.fileno()] = rel
             return _File(f, rel)
@@ -210,7 +139,8 @@ class _Ops:
         def os_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
             rel = ops.rel(path, dir_fd)
             if rel is not None and flags & _WRITE_FLAGS:
-                ops.hit("open", rel)
+                full = path if dir_fd is None else os.path.join(ops.root, ops.fds.get(dir_fd, ""), path)
+                ops.hit("open", rel, created=not os.path.exists(full))
             fd = real["open"](path, flags, mode, dir_fd=dir_fd)
             if rel is not None:
                 ops.fds[fd] = rel
@@ -236,7 +166,15 @@ class _Ops:
             def f(
                 src: Any, dst: Any, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None
             ) -> None:
-                ops.hit("rename", ops.rel(dst, dst_dir_fd), src=ops.rel(src, src_dir_fd))
+                rel_src = ops.rel(src, src_dir_fd)
+                # what the rename publishes, read from the file system now: also files that torch's C++
+                # writer produced behind the wrappers' back (torch.save(obj, "path"))
+                contents = None
+                if rel_src is not None and os.path.isdir(os.path.join(ops.root, rel_src)):
+                    base = os.path.join(ops.root, rel_src)
+                    contents = sorted(os.path.relpath(os.path.join(d, f), base)
+                                      for d, _, fs in os.walk(base) for f in fs)
+                ops.hit("rename", ops.rel(dst, dst_dir_fd), src=rel_src, contents=contents)
                 real[name](src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
             return f
@@ -329,23 +267,6 @@ def run_in_child(
     records = [x for x in lines if "op" in x]
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     return ChildResult(os.WEXITSTATUS(status) if os.WIFEXITED(status) else None, sig, records, error)
-
-
-def _rank_save(save: Callable[..., Any], root: str, step: int, kill: dict[int, int] | None, keep: int) -> str:
-    """Runs on every rank: save this rank's parts (rank 0 adds the shared ones); maybe die at op
-    ``kill[rank]``."""
-    r = course_dist.rank()
-    ops = None
-    if kill and r in kill:
-        ops = _Ops(Path(root), kill[r], None)
-        ops.install(namespaces_of(save))
-    try:
-        shared = {"model": demo_parts(step)["model"]} if r == 0 else None
-        out = save(root, step, demo_parts(step, rank=r), shared=shared, keep=keep)
-    finally:
-        if ops is not None:
-            ops.uninstall()
-    return str(out)
 
 
 def namespaces_of(fn: Any) -> tuple[dict, ...]:

@@ -1,36 +1,24 @@
-"""Lab 04 machinery: a small trainer whose next step depends on *everything* a checkpoint must hold.
+"""Lab 04's trainer: a small model whose next step depends on *everything* a checkpoint must hold.
 
-Never a solution. The trainer uses dropout (torch RNG), input jitter (numpy RNG), a random input scale (python
-RNG), AdamW (optimizer moments), a cosine LR schedule (scheduler state) and an epoch-ordered sample stream
-(data position), so leaving any of them out of a checkpoint changes the very next step. Harnesses for the
-other exercises live beside this file: ``lab04_crash`` (SIGKILL a writer, corrupt files), ``lab04_elastic``
-(world-size changes, restart drills) and ``lab04_sim`` (failure traces, Young/Daly plots).
-
-Single process::
+The trainer uses dropout (torch RNG), input jitter (numpy RNG), a random input scale (python RNG), AdamW
+(optimizer moments), a cosine LR schedule (scheduler state) and an epoch-ordered sample stream (data
+position), so leaving any of them out of a checkpoint changes the very next step. Never a solution.
 
     from course_dist.labkit import lab04
     run = lab04.uninterrupted(lab04.Config(), steps=8)      # losses and final parameters
-
-Two ranks (gloo here, NCCL on GPUs, same code)::
-
-    course_dist.launch(lab04.train_ranks, world_size=2, args=(lab04.Config(), 8))
+    course_dist.launch(lab04.train, world_size=2, args=(lab04.Config(), 8))
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import io
 import json
 import logging
-import os
 import random
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +28,7 @@ from torch import nn
 
 import course_dist
 
-log = logging.getLogger("course_dist.labkit.lab04")
+log = logging.getLogger("course_dist.labkit.lab04.trainer")
 
 # batches(n, world_size, rank, *, seed, epoch, consumed, batch_size) -> this rank's remaining batches of the
 # epoch
@@ -293,194 +281,3 @@ def uninterrupted(cfg: Config, steps: int) -> Run:
     if key not in _BASELINES:
         _BASELINES[key] = train(cfg, steps)
     return _BASELINES[key]
-
-
-@dataclass
-class ResumeReport:
-    k: int
-    m: int
-    first_bad_step: int | None
-    loss_diffs: list[float]
-    params_equal: bool
-    detail: str
-
-    @property
-    def ok(self) -> bool:
-        return self.first_bad_step is None and self.params_equal
-
-
-def check_resume(
-    capture: Callable[[Trainer], dict], restore: Callable[[Trainer, dict], None], cfg: Config, k: int, m: int
-) -> ResumeReport:
-    """Train k steps, ``capture``, serialise, restore into a fresh trainer in scrambled RNG state, train m
-    more;
-    compare steps k+1..k+m bitwise with the uninterrupted run."""
-    base = uninterrupted(cfg, k + m)
-    tr = Trainer(cfg)
-    for _ in range(k):
-        tr.train_step()
-    state = roundtrip(capture(tr))
-    del tr
-    scramble_rngs()
-    fresh = Trainer(cfg)
-    scramble_rngs(123)
-    restore(fresh, state)
-    losses = [fresh.train_step() for _ in range(m)]
-    diffs = [a - b for a, b in zip(losses, base.losses[k:], strict=True)]
-    bad = next((k + 1 + i for i, d in enumerate(diffs) if d != 0.0), None)
-    same = torch.equal(params_vector(fresh.model), base.params)
-    detail = (
-        "bitwise identical"
-        if bad is None and same
-        else (
-            f"first differing step {bad}: resumed loss {losses[bad - k - 1]!r} vs uninterrupted "
-            f"{base.losses[bad - 1]!r}"
-            if bad is not None
-            else "losses equal but final parameters differ"
-        )
-    )
-    return ResumeReport(k, m, bad, diffs, same, detail)
-
-
-# ---- the simple checkpointer exercises 4 and 5 lean on (NOT exercise 1's or 2's answer) --------------------
-def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False) -> Path:
-    """Rank 0 writes model, optimizer, scheduler and position to ``root/simple-<step>.pt`` (tmp + rename).
-
-    Deliberately minimal: no RNG (use ``Config(stateless_rng=True)``), no checksums, no manifest, nothing per
-    rank, fsync only if ``durable``. Good enough for a crashed *process*; exercises 1-3 build the real one.
-    """
-    path = Path(root) / f"simple-{tr.step:08d}.pt"
-    if tr.rank == 0:
-        state = {
-            "model": tr.model.state_dict(),
-            "optimizer": tr.optimizer.state_dict(),
-            "scheduler": tr.scheduler.state_dict(),
-            "step": tr.step,
-            "epoch": tr.epoch,
-            "consumed": tr.consumed,
-            "config": cfg_hash(tr.cfg),
-        }
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-        if durable:
-            fd = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    if tr.world_size > 1:
-        dist.barrier()  # nobody runs ahead of a save that may be needed for the restart
-    return path
-
-
-def simple_load(root: str | os.PathLike, tr: Trainer) -> int | None:
-    """Load the newest ``simple-*.pt`` into ``tr`` (every rank reads it); returns its step or None."""
-    files = sorted(Path(root).glob("simple-*.pt"))
-    if not files:
-        return None
-    state = torch.load(files[-1], map_location=tr.device, weights_only=False)
-    if state["config"] != cfg_hash(tr.cfg):
-        raise ValueError(
-            f"{files[-1]} was written by config {state['config']}, this run is {cfg_hash(tr.cfg)}"
-        )
-    tr.model.load_state_dict(state["model"])
-    tr.optimizer.load_state_dict(state["optimizer"])
-    tr.scheduler.load_state_dict(state["scheduler"])
-    tr.step, tr.epoch, tr.consumed = state["step"], state["epoch"], state["consumed"]
-    return tr.step
-
-
-def cfg_hash(cfg: Config) -> str:
-    return cfg.digest()
-
-
-def dir_bytes(path: str | os.PathLike) -> int:
-    """Total size of the files under ``path``."""
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-
-
-def to_cpu(obj: Any) -> Any:
-    """A deep copy with every tensor copied to the CPU: the staging step of an asynchronous save."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu", copy=True)
-    if isinstance(obj, dict):
-        return {k: to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(to_cpu(v) for v in obj)
-    return copy.deepcopy(obj)
-
-
-def measure_checkpoint(cfg: Config, root: str | os.PathLike, *, repeats: int = 5, steps: int = 5) -> dict:
-    """Stall of a synchronous durable save vs an asynchronous one (stage to CPU, write in a thread) on
-    ``cfg``.
-
-    Returns step_s (median train step), sync_stall_s (median save), async_stall_s (median staging copy: the
-    only part the training loop waits for), async_write_s (background write) and bytes_per_rank.
-    """
-    tr = Trainer(cfg)
-    step_t, sync_t, stage_t, write_t = [], [], [], []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        tr.train_step()
-        step_t.append(time.perf_counter() - t0)
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        path = simple_save(root, tr, durable=True)
-        sync_t.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        snap = to_cpu(
-            {
-                "model": tr.model.state_dict(),
-                "optimizer": tr.optimizer.state_dict(),
-                "scheduler": tr.scheduler.state_dict(),
-                "step": tr.step,
-            }
-        )
-        stage_t.append(time.perf_counter() - t0)
-
-        def write(snap: dict = snap) -> None:
-            t1 = time.perf_counter()
-            with open(Path(root) / "async.tmp", "wb") as f:
-                torch.save(snap, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(Path(root) / "async.tmp", Path(root) / "async.pt")
-            write_t.append(time.perf_counter() - t1)
-
-        th = threading.Thread(target=write)
-        th.start()
-        th.join()  # joined here only to measure it; a trainer joins before the *next* save
-    return {
-        "step_s": float(np.median(step_t)),
-        "sync_stall_s": float(np.median(sync_t)),
-        "async_stall_s": float(np.median(stage_t)),
-        "async_write_s": float(np.median(write_t)),
-        "bytes_per_rank": path.stat().st_size,
-    }
-
-
-# ---- rank functions the drills launch (kept here: this module imports fast in a fresh rank) ----------------
-def _train_part(cfg: Config, root: str, start_steps: int, end_steps: int, batches: BatchFn | None) -> dict:
-    """On every rank: resume from the simple checkpoint in ``root`` (if any), train to ``end_steps``."""
-    tr = Trainer(cfg, batches=batches)
-    if root:
-        simple_load(root, tr)
-    losses = []
-    while tr.step < end_steps:
-        losses.append(tr.train_step())
-        if tr.step == start_steps:
-            simple_save(root, tr)
-    return {"losses": losses, "seen": tr.seen, "eval": tr.eval_loss(), "params": params_vector(tr.model)}
-
-
-def _baseline(cfg: Config, steps: int) -> Any:
-    tr = Trainer(cfg)
-    for i in range(steps):
-        course_dist.step(i)
-        tr.train_step()
-    return params_vector(tr.model)

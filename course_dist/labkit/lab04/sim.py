@@ -1,12 +1,12 @@
-"""Lab 04 exercise 6: how often to checkpoint, by simulation (a check on the formula, never the formula).
+"""Lab 04 stretch B: how often to checkpoint, by simulation (a check on the formula, never the formula).
 
 A job needs ``work_s`` seconds of computation. It checkpoints after every ``interval_s`` of work (each save
 stalls it ``cost_s``); failures arrive as a Poisson process with mean time between failures ``mtbf_s``; each
 failure loses the work since the last completed checkpoint and costs ``restart_s`` to come back (a failure
 during a restart restarts the restart). Overhead = wall time / work - 1.
 
-    from course_dist.labkit import lab04_sim
-    df = lab04_sim.overhead_curve([60, 300, 900], cost_s=10, mtbf_s=3600, restart_s=30, work_s=2e5)
+    from course_dist.labkit.lab04 import sim
+    df = sim.overhead_curve([60, 300, 900], cost_s=10, mtbf_s=3600, restart_s=30, work_s=2e5)
 """
 
 from __future__ import annotations
