@@ -1,0 +1,1005 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 01 — Choose data, sharded, tensor or pipeline parallelism
+#
+# **The brief.** *"Our eight-GPU job is slower than one GPU and loses progress when a machine fails. Every
+# proposal must state its latency, cost, capacity and fallback limits."*
+#
+# **Thesis.** Parallelize the resource that actually exceeds its budget, and stop when the added
+# communication costs more than the split saves. This lab turns the brief into checkable contracts and a
+# measured baseline, then builds the two cost models every later decision uses (memory per rank, time per
+# collective) and the two model-parallel primitives (tensor-parallel layers, pipeline schedules), each checked
+# against torch's own implementation on real process groups, and ends with a decision and its solution card.
+#
+# | | exercise | points | time |
+# |---|---|---|---|
+# | 1 | Frame and baseline | 10 | ~15 min |
+# | 2 | Memory per rank | 18 | ~20 min |
+# | 3 | Communication cost | 16 + 4 written | ~20 min |
+# | 4 | Tensor parallel | 20 | ~25 min |
+# | 5 | Decide, and the solution card | 12 + 10 written | ~10 min |
+# | A | *Stretch:* pipeline schedules | 10 | ~20 min |
+#
+# Everything distributed runs as real processes in a real `torch.distributed` process group
+# (`course_dist.launch(fn, world_size=2)`: gloo on a laptop, NCCL on a GPU node). A rank that raises or dies
+# is reported by rank within seconds; a hang becomes a `LaunchTimeout` with every rank's stack.
+#
+# Stuck? Each exercise names its hint: `hint("lab01.frame")` shows stage 1 (a nudge), `hint("lab01.frame", 2)`
+# the approach, `hint("lab01.frame", 3)` a near-solution. Grading runs this notebook with `COURSE_FAST=1`
+# (smaller sizes, chosen by `pick(full=..., fast=...)`); timings on a shared machine are noisy, so the tests
+# check your *models* exactly and your measurements only for consistency with themselves.
+
+# %%
+import math
+import random
+from dataclasses import asdict
+from datetime import datetime
+
+import pandas as pd
+import torch
+import torch.distributed as dist
+from IPython.display import display
+from torch import nn
+
+import course_dist
+from course_dist import hint, launch, pick  # noqa: F401 - hint(...) is yours to call
+from course_dist.labkit import lab01
+
+pd.set_option("display.precision", 4)
+cfg = lab01.model_config()
+print("fast mode:", course_dist.fast_mode(), "| lab model:", cfg, "|",
+      f"{lab01.n_params(lab01.build_model(cfg)):,} parameters")
+
+# %% [markdown]
+# ## Exercise 1 — Frame and baseline (10 points, ~15 min)
+#
+# A performance problem is only solvable against a contract: *which* data (so two runs are comparable),
+# *which* metric (time and cost to a target loss, at a stated price), and a *measured* baseline. Write the
+# contract check `validate_brief` and the baseline metrics `baseline_metrics`.
+#
+# `validate_brief(brief)` returns None for a valid brief and otherwise raises `ValueError` whose message
+# contains the dotted name of the offending field (e.g. `data.owner`) and the value received. The rules, all
+# of them checked:
+# 1. sections `data` and `metric` are dicts holding every field of `BRIEF_FIELDS`; a field that is missing,
+#    `None` or a blank string is refused (`"data.owner"` in the message);
+# 2. `data.event_time`, `data.available_from`, `data.available_until` parse with `datetime.fromisoformat`
+#    (else refuse that field);
+# 3. the availability window is not empty: `available_from < available_until` (else refuse, naming
+#    `data.available_until`);
+# 4. the dataset version is a snapshot: its last event happened before it became available,
+#    `event_time <= available_from` (else refuse, naming `data.event_time`);
+# 5. `metric.target_loss > 0`, `metric.price_per_device_hour >= 0` (numbers, not bools);
+#    `metric.devices >= 1`, `metric.batch >= 1` (ints, not bools).
+#
+# `baseline_metrics(step_s, batch, steps_to_target, price_per_device_hour, devices)` returns a dict:
+# `samples_per_s = devices * batch / step_s` (batch is per device), `time_to_target_s = steps_to_target *
+# step_s`, `cost_to_target = time_to_target_s / 3600 * devices * price_per_device_hour` and
+# `cost_per_million_samples = 1e6 / samples_per_s / 3600 * devices * price_per_device_hour`. If the target
+# was not reached (`steps_to_target is None`), both `time_to_target_s` and `cost_to_target` are `math.inf`.
+#
+# Stuck? `hint("lab01.frame")`
+
+# %%
+BRIEF_FIELDS = {
+    "data": ("dataset_version", "owner", "event_time", "available_from", "available_until"),
+    "metric": ("target_loss", "price_per_device_hour", "devices", "batch"),
+}
+brief = {
+    "data": {"dataset_version": "teacher-v1 (seed 1, 1234)", "owner": "course staff",
+             "event_time": "2026-11-30T00:00:00+00:00", "available_from": "2026-12-01T00:00:00+00:00",
+             "available_until": "2027-06-30T00:00:00+00:00"},
+    "metric": {"target_loss": pick(full=1.0, fast=2.0), "price_per_device_hour": 2.50, "devices": 1, "batch": 64},
+}
+
+
+# %% nbgrader={"grade": false, "grade_id": "frame_solution", "locked": false, "schema_version": 3, "solution": true}
+def validate_brief(brief: dict) -> None:
+    """Raise ValueError naming the field (``section.field``) and the value received if ``brief`` breaks a
+    rule above; return None otherwise."""
+    ### BEGIN SOLUTION
+    for section, fields in BRIEF_FIELDS.items():
+        part = brief.get(section) if isinstance(brief, dict) else None
+        if not isinstance(part, dict):
+            raise ValueError(f"brief section {section!r} must be a dict, got {part!r}")
+        for f in fields:
+            v = part.get(f)
+            if v is None or (isinstance(v, str) and not v.strip()):
+                raise ValueError(f"{section}.{f} is missing or empty: got {v!r}")
+    data, metric = brief["data"], brief["metric"]
+    when = {}
+    for f in ("event_time", "available_from", "available_until"):
+        try:
+            when[f] = datetime.fromisoformat(str(data[f]))
+        except ValueError:
+            raise ValueError(f"data.{f} is not an ISO-8601 time: got {data[f]!r}") from None
+    if not when["available_from"] < when["available_until"]:
+        raise ValueError(f"data.available_until {data['available_until']!r} must be after "
+                         f"data.available_from {data['available_from']!r}")
+    if when["event_time"] > when["available_from"]:
+        raise ValueError(f"data.event_time {data['event_time']!r} is after data.available_from "
+                         f"{data['available_from']!r}: a snapshot cannot hold events from its future")
+    for f, is_int, low, strict in (("target_loss", False, 0, True), ("price_per_device_hour", False, 0, False),
+                                   ("devices", True, 1, False), ("batch", True, 1, False)):
+        v = metric[f]
+        kinds = (int,) if is_int else (int, float)
+        if isinstance(v, bool) or not isinstance(v, kinds) or (v <= low if strict else v < low):
+            raise ValueError(f"metric.{f} must be {'an int' if is_int else 'a number'} "
+                             f"{'>' if strict else '>='} {low}, got {v!r}")
+    ### END SOLUTION
+
+
+def baseline_metrics(step_s: float, batch: int, steps_to_target: int | None, price_per_device_hour: float,
+                     devices: int = 1) -> dict[str, float]:
+    """samples_per_s, time_to_target_s, cost_to_target and cost_per_million_samples (definitions above)."""
+    ### BEGIN SOLUTION
+    samples_per_s = devices * batch / step_s
+    per_second = devices * price_per_device_hour / 3600  # what the devices cost per second, busy or not
+    time_to_target = math.inf if steps_to_target is None else steps_to_target * step_s
+    return {"samples_per_s": samples_per_s, "time_to_target_s": time_to_target,
+            "cost_to_target": time_to_target * per_second,
+            "cost_per_million_samples": 1e6 / samples_per_s * per_second}
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "frame_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
+import copy
+
+
+def broken(section, field, value):
+    b = copy.deepcopy(brief)
+    if value is KeyError:
+        del b[section][field]
+    else:
+        b[section][field] = value
+    return b
+
+
+def refusal(b, field):
+    """True if validate_brief(b) raises ValueError naming ``field``; AssertionError with both otherwise."""
+    try:
+        validate_brief(b)
+    except ValueError as exc:
+        assert field in str(exc), f"ValueError for a bad {field} must name it: got {exc}"
+        return True
+    raise AssertionError(f"a brief with a bad {field} ({b}) was accepted")
+
+
+validate_brief(brief)  # the valid brief passes
+visible_breaks = [("data", "owner", KeyError), ("data", "dataset_version", "  "), ("data", "event_time", None),
+                  ("data", "available_from", "yesterday"),
+                  ("data", "available_until", "2026-11-01T00:00:00+00:00"),  # window ends before it starts
+                  ("data", "event_time", "2026-12-05T00:00:00+00:00"),  # events after availability
+                  ("metric", "target_loss", 0.0), ("metric", "price_per_device_hour", -1.0),
+                  ("metric", "devices", 0), ("metric", "batch", True)]
+for sec, f, v in visible_breaks:
+    refusal(broken(sec, f, v), f"{sec}.{f}")
+m = baseline_metrics(step_s=0.02, batch=64, steps_to_target=100, price_per_device_hour=3.6, devices=2)
+want = {"samples_per_s": 6400.0, "time_to_target_s": 2.0, "cost_to_target": 0.004,
+        "cost_per_million_samples": 0.3125}
+for k, v in want.items():
+    assert math.isclose(m[k], v, rel_tol=1e-9), f"baseline_metrics(0.02 s, batch 64, 100 steps, 3.6/h, 2): " \
+        f"{k} = {m[k]}, want {v}"
+m = baseline_metrics(0.5, 8, None, 1.0)
+assert m["time_to_target_s"] == math.inf and m["cost_to_target"] == math.inf, f"target not reached: {m}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("frame_tests")
+rng = random.Random(grading_seed())
+
+
+def verdict(b, *fields):
+    """'accepted', or whether the ValueError names one of ``fields`` (any other exception propagates)."""
+    try:
+        validate_brief(b)
+        return "accepted"
+    except ValueError as exc:
+        return "names the field" if any(f in str(exc) for f in fields) else f"ValueError without {fields}"
+
+
+ev.equal("valid brief", verdict(brief))
+for sec, f, v in visible_breaks:
+    ev.equal(f"visible {sec}.{f}={v!r}", verdict(broken(sec, f, v), f"{sec}.{f}"))
+bad_values = {"data": [KeyError, None, "", " \t"], "metric": [KeyError, None, -2, True, "3"]}
+for _ in range(20):
+    sec = rng.choice(["data", "metric"])
+    f = rng.choice(BRIEF_FIELDS[sec])
+    v = rng.choice(bad_values[sec])
+    ev.equal(f"random {sec}.{f}={v!r}", verdict(broken(sec, f, v), f"{sec}.{f}"))
+for _ in range(8):  # windows and snapshots drawn now (either named field counts when both rules break)
+    a, b_, e = (f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T00:00:00+00:00" for _ in range(3))
+    case = copy.deepcopy(brief)
+    case["data"].update(available_from=a, available_until=b_, event_time=e)
+    ev.equal(f"window from={a} until={b_} event={e}", verdict(case, "data.available_until", "data.event_time"))
+ev.equal("metric.devices float refused", verdict(broken("metric", "devices", 2.0), "metric.devices"))
+ev.close("visible metrics", baseline_metrics(0.02, 64, 100, 3.6, 2), rtol=1e-9)
+for i in range(10):
+    args = (rng.uniform(0.001, 1.0), rng.randint(1, 512), rng.randint(1, 10_000), rng.uniform(0, 40),
+            rng.randint(1, 64))
+    ev.close(f"metrics {i}", baseline_metrics(*args), rtol=1e-9)
+ev.equal("target not reached", baseline_metrics(0.5, 8, None, 1.0, 3)["cost_to_target"])
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **The baseline.** One worker (one thread, what each rank of `launch` gets), AdamW, until the training loss
+# reaches the brief's target. Every speed-up in this course is a ratio against this row.
+
+# %%
+baseline = lab01.measure_baseline(target_loss=brief["metric"]["target_loss"], batch=brief["metric"]["batch"],
+                                  max_steps=pick(full=400, fast=300))
+base = baseline_metrics(baseline["step_s"], baseline["batch"], baseline["steps_to_target"],
+                        brief["metric"]["price_per_device_hour"], devices=1)
+display(pd.DataFrame([{"params": baseline["n_params"], "step_s": baseline["step_s"],
+                       "steps_to_target": baseline["steps_to_target"], **base}]))
+_ax = pd.Series(baseline["losses"]).plot(title="one-worker baseline: training loss", xlabel="step", ylabel="loss")
+_ax.axhline(brief["metric"]["target_loss"], ls="--", color="gray")
+
+# %% [markdown]
+# ## Exercise 2 — Memory per rank (18 points, ~20 min)
+#
+# Which resource exceeds its budget? Write the bytes each rank holds for a model of `n_params` parameters
+# trained over `world` ranks, split `tp`-way by tensor parallelism and into `pp` pipeline stages, the rest
+# data-parallel (`dp = world / (tp * pp)`), optionally with ZeRO stage `zero` over the `dp` ranks:
+#
+# - **model states**: each parameter costs `param_bytes + grad_bytes + optim_bytes` (mixed-precision Adam:
+#   2 + 2 + 12 — the ZeRO paper's K = 12). Model parallelism (`tp * pp`) divides all three. ZeRO-1 divides the
+#   optimizer state by `dp`, ZeRO-2 also the gradients, ZeRO-3 also the parameters.
+# - **activations**: `act_bytes` is what one micro-batch saves through the whole unsplit model;
+#   `act_replicated_bytes` the part tensor parallelism does *not* split (tensors replicated at the f/g
+#   boundaries). A rank holds `(act_bytes / tp + act_replicated_bytes) / pp` per micro-batch in flight; in
+#   flight: 1 without a pipeline (`pp == 1`, micro-batches run one after another), `micro_batches` under
+#   GPipe (all forwards before any backward), `min(micro_batches, pp)` under 1F1B.
+# - refuse impossible configurations with `ValueError` naming the numbers: `world` not divisible by
+#   `tp * pp`, `pp > layers` (when `layers` is given), `zero` not in 0..3, a degree or `micro_batches` < 1, an
+#   unknown `schedule`.
+#
+# Return a dict with float values `params`, `grads`, `optimizer`, `activations` and their `total`.
+#
+# Then `mlp_activation_bytes`: what autograd saves for one forward of the lab model (`LabMLP`: `layers`
+# blocks of Linear(d_model, d_hidden) → ReLU → Linear(d_hidden, d_model), then a Linear head to `classes`,
+# cross-entropy loss). Per block it keeps the block's input (for the first Linear's weight gradient) and the
+# ReLU output (one tensor, used by ReLU's backward and the second Linear's weight gradient); the head keeps
+# its input, and the loss keeps the log-softmax of the logits. Weights are not activations. The test compares
+# it with a saved-tensor ledger (`torch.autograd.graph.saved_tensors_hooks`, each storage once) within 2 %.
+#
+# Stuck? `hint("lab01.memory")`
+
+# %% nbgrader={"grade": false, "grade_id": "memory_solution", "locked": false, "schema_version": 3, "solution": true}
+def memory_per_rank(n_params: int, *, world: int = 1, zero: int = 0, tp: int = 1, pp: int = 1,
+                    act_bytes: float = 0.0, act_replicated_bytes: float = 0.0, micro_batches: int = 1,
+                    schedule: str = "1f1b", layers: int | None = None, param_bytes: float = 2,
+                    grad_bytes: float = 2, optim_bytes: float = 12) -> dict[str, float]:
+    """Bytes per rank: params, grads, optimizer, activations, total (rules above)."""
+    ### BEGIN SOLUTION
+    for name, v in (("world", world), ("tp", tp), ("pp", pp), ("micro_batches", micro_batches)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"zero must be 0, 1, 2 or 3, got {zero!r}")
+    if world % (tp * pp):
+        raise ValueError(f"world = {world} is not divisible by tp * pp = {tp} * {pp} = {tp * pp}")
+    if layers is not None and pp > layers:
+        raise ValueError(f"pp = {pp} stages for {layers} layers: a stage needs at least one layer")
+    if schedule not in ("gpipe", "1f1b"):
+        raise ValueError(f"schedule must be 'gpipe' or '1f1b', got {schedule!r}")
+    dp = world // (tp * pp)
+    local = n_params / (tp * pp)  # model parallelism splits every model state
+    params = local * param_bytes / (dp if zero >= 3 else 1)
+    grads = local * grad_bytes / (dp if zero >= 2 else 1)
+    optimizer = local * optim_bytes / (dp if zero >= 1 else 1)
+    in_flight = 1 if pp == 1 else (micro_batches if schedule == "gpipe" else min(micro_batches, pp))
+    activations = (act_bytes / tp + act_replicated_bytes) / pp * in_flight
+    return {"params": float(params), "grads": float(grads), "optimizer": float(optimizer),
+            "activations": float(activations), "total": float(params + grads + optimizer + activations)}
+    ### END SOLUTION
+
+
+def mlp_activation_bytes(batch: int, d_model: int, d_hidden: int, layers: int, classes: int,
+                         dtype_bytes: int = 4) -> int:
+    """Bytes autograd saves in one forward of LabMLP on ``batch`` samples (what the text lists)."""
+    ### BEGIN SOLUTION
+    per_sample = layers * (d_model + d_hidden) + d_model + classes  # block inputs + ReLU outputs, head, loss
+    return batch * per_sample * dtype_bytes
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "memory_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
+GB = 1e9
+# the ZeRO paper's worked example: 7.5 B parameters, 64 data-parallel ranks, mixed-precision Adam
+paper = {0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9}
+for z, want in paper.items():
+    got = memory_per_rank(7_500_000_000, world=64, zero=z)["total"] / GB
+    assert abs(got - want) < 0.05, f"ZeRO-{z}, 7.5 B params, 64 ranks: {got:.2f} GB, the paper says {want} GB"
+# fp32 Adam on the lab model, counted from the live tensors after a real AdamW step
+live = lab01.measure_state(cfg)
+mine = memory_per_rank(live["n_params"], param_bytes=4, grad_bytes=4, optim_bytes=8)
+for k in ("params", "grads", "optimizer"):
+    assert mine[k] == live[k], f"lab model ({live['n_params']} params, fp32 AdamW): {k} {mine[k]} B, live {live[k]} B"
+# activations against the saved-tensor ledger
+ledger = lab01.measure_activations([16], cfg)[0]["saved_bytes"]
+est = mlp_activation_bytes(16, cfg.d_model, cfg.d_hidden, cfg.layers, cfg.classes)
+assert abs(est - ledger) <= 0.02 * ledger, f"batch 16: estimate {est} B, ledger measured {ledger} B"
+# tensor and pipeline parallelism, micro-batches and schedules
+m = memory_per_rank(1000, world=8, tp=2, pp=2, zero=1, act_bytes=400.0, act_replicated_bytes=100.0,
+                    micro_batches=8, schedule="gpipe")
+want = {"params": 500.0, "grads": 500.0, "optimizer": 1500.0, "activations": 1200.0, "total": 3700.0}
+assert all(math.isclose(m[k], v) for k, v in want.items()), \
+    f"world 8, tp 2, pp 2, ZeRO-1, GPipe with 8 micro-batches: {m}, want {want}"
+m1 = memory_per_rank(1000, world=8, tp=2, pp=2, zero=1, act_bytes=400.0, act_replicated_bytes=100.0,
+                     micro_batches=8, schedule="1f1b")
+assert math.isclose(m1["activations"], 300.0), f"same with 1F1B: activations {m1['activations']}, want 300.0"
+m2 = memory_per_rank(1000, act_bytes=400.0, micro_batches=8)
+assert math.isclose(m2["activations"], 400.0), f"no pipeline, 8 micro-batches: {m2['activations']}, want 400"
+for bad, numbers in ((dict(world=6, tp=4), ("6", "4")), (dict(world=4, pp=4, layers=2), ("4", "2")),
+                     (dict(zero=4), ("4",))):
+    try:
+        memory_per_rank(1000, **bad)
+        raise AssertionError(f"memory_per_rank(1000, {bad}) must raise ValueError")
+    except ValueError as exc:
+        assert all(n in str(exc) for n in numbers), f"{bad}: the message must name {numbers}: {exc}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("memory_tests")
+rng = random.Random(grading_seed() + 2)
+ev.close("ZeRO paper", [memory_per_rank(7_500_000_000, world=64, zero=z)["total"] for z in range(4)], rtol=1e-9)
+ev.close("live fp32 adam", {k: float(mine[k]) for k in ("params", "grads", "optimizer")}, rtol=0.0)
+ev.close("activations vs ledger", float(est), rtol=0.02)
+ev.close("visible gpipe", m, rtol=1e-9)
+ev.close("visible 1f1b", m1, rtol=1e-9)
+for i in range(25):
+    tp, pp = rng.choice([1, 2, 4]), rng.choice([1, 2, 4])
+    kw = dict(world=tp * pp * rng.choice([1, 2, 8]), tp=tp, pp=pp, zero=rng.randint(0, 3),
+              act_bytes=float(rng.randint(0, 10**6)), act_replicated_bytes=float(rng.randint(0, 10**5)),
+              micro_batches=rng.randint(1, 12), schedule=rng.choice(["gpipe", "1f1b"]), layers=8,
+              param_bytes=rng.choice([2, 4]), grad_bytes=rng.choice([2, 4]), optim_bytes=rng.choice([8, 12]))
+    ev.close(f"random config {i}: {kw}", memory_per_rank(rng.randint(10**6, 10**10), **kw), rtol=1e-9)
+
+
+def refused(**kw):
+    try:
+        memory_per_rank(1000, **kw)
+        return "accepted"
+    except ValueError:
+        return "ValueError"
+
+
+for kw in (dict(world=6, tp=4), dict(world=12, tp=2, pp=4), dict(world=4, pp=4, layers=2), dict(zero=4),
+           dict(zero=-1), dict(micro_batches=0), dict(schedule="zb-v"), dict(world=8, tp=2, pp=4, layers=4)):
+    ev.equal(f"refuses {kw}", refused(**kw))
+for b in (1, 16, rng.randint(2, 64)):
+    ev.close(f"activation formula batch {b}",
+             float(mlp_activation_bytes(b, cfg.d_model, cfg.d_hidden, cfg.layers, cfg.classes)), rtol=0.0)
+ev.close("activation formula other shape", float(mlp_activation_bytes(3, 7, 11, 5, 2, dtype_bytes=2)), rtol=0.0)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What fits where: the lab model and a 7 B-parameter model under each strategy, bytes per rank.
+
+# %%
+n_lab, act_lab = live["n_params"], mlp_activation_bytes(brief["metric"]["batch"], cfg.d_model, cfg.d_hidden,
+                                                        cfg.layers, cfg.classes)
+rows = []
+for label, n, kw in [("lab model, fp32 Adam, 1 rank", n_lab, dict(param_bytes=4, grad_bytes=4, optim_bytes=8)),
+                     ("7 B, DDP x 8", 7e9, dict(world=8)), ("7 B, ZeRO-1 x 8", 7e9, dict(world=8, zero=1)),
+                     ("7 B, ZeRO-3 x 8", 7e9, dict(world=8, zero=3)), ("7 B, TP 8", 7e9, dict(world=8, tp=8)),
+                     ("7 B, PP 4 x DP 2, 1F1B", 7e9, dict(world=8, pp=4, layers=32, micro_batches=8))]:
+    rows.append({"configuration": label, **{k: v / GB for k, v in memory_per_rank(int(n), **kw).items()}})
+display(pd.DataFrame(rows).set_index("configuration").rename(columns=lambda c: f"{c} (GB)"))
+
+# %% [markdown]
+# ## Exercise 3 — Communication cost (16 points + 4 written, ~20 min)
+#
+# The α–β model of one collective of `S` bytes over `N` ranks on a ring:
+# `t = steps(N) * alpha + bus_factor(N) * S * beta`, where `alpha` is the latency of one message and `beta`
+# the seconds per byte on the bus. `lab01.ring_constants(collective, N)` returns `(steps, bus_factor)`:
+# all_reduce `(2(N-1), 2(N-1)/N)`, all_gather and reduce_scatter `(N-1, (N-1)/N)` (S = the full gathered
+# tensor), broadcast and send/recv `(1, 1)`. Fitting `beta` on the *algorithm* bytes `S` instead of the bus
+# bytes `bus_factor * S` is the classic mistake: it makes the same link look slower as `N` grows.
+#
+# 1. `fit_alpha_beta(sizes, times, collective, world)`: ordinary least squares of `times` on the bus bytes
+#    `bus_factor * S` with an intercept (e.g. `numpy.polyfit(x, t, 1)`); `beta` is the slope, `alpha` the
+#    intercept divided by `steps`. Fewer than 2 distinct sizes → `ValueError` naming the count.
+# 2. `ddp_step_time(compute_s, grad_bytes, world, alpha, beta)`: one DDP step without overlap, compute then
+#    one ring all-reduce of the gradients: `compute_s` at `world == 1`, else `compute_s + 2(N-1)*alpha +
+#    2(N-1)/N * grad_bytes * beta`. `world < 1` → `ValueError`.
+# 3. `dp_break_even_batch(sample_s, grad_bytes, world, alpha, beta)`: the smallest per-rank batch `b` at which
+#    `world` ranks (each computing `b * sample_s`, then the all-reduce) process more samples per second than
+#    one rank alone at the same per-rank batch; `world < 2` → `ValueError`.
+#
+# The fit is graded on synthetic timings with a known α, β and noise, then applied to collectives measured
+# through `launch` on this machine.
+#
+# Stuck? `hint("lab01.comm")`
+
+# %% nbgrader={"grade": false, "grade_id": "comm_solution", "locked": false, "schema_version": 3, "solution": true}
+def fit_alpha_beta(sizes: list[float], times: list[float], collective: str, world: int) -> tuple[float, float]:
+    """(alpha seconds per message, beta seconds per bus byte) fitted to ``times`` measured at ``sizes``."""
+    ### BEGIN SOLUTION
+    import numpy as np
+
+    if len(set(sizes)) < 2:
+        raise ValueError(f"need at least 2 distinct message sizes to fit a line, got {len(set(sizes))}")
+    steps, factor = lab01.ring_constants(collective, world)
+    x = factor * np.asarray(sizes, dtype=np.float64)  # bus bytes: what each rank actually sends
+    slope, intercept = np.polyfit(x, np.asarray(times, dtype=np.float64), 1)
+    return float(intercept / steps), float(slope)
+    ### END SOLUTION
+
+
+def ddp_step_time(compute_s: float, grad_bytes: float, world: int, alpha: float, beta: float) -> float:
+    """Seconds per DDP step: compute, then a ring all-reduce of ``grad_bytes`` (none at world 1)."""
+    ### BEGIN SOLUTION
+    if world < 1:
+        raise ValueError(f"world must be >= 1, got {world!r}")
+    if world == 1:
+        return float(compute_s)
+    return float(compute_s + 2 * (world - 1) * alpha + 2 * (world - 1) / world * grad_bytes * beta)
+    ### END SOLUTION
+
+
+def dp_break_even_batch(sample_s: float, grad_bytes: float, world: int, alpha: float, beta: float) -> float:
+    """Smallest per-rank batch at which ``world`` data-parallel ranks out-run one rank."""
+    ### BEGIN SOLUTION
+    if world < 2:
+        raise ValueError(f"break-even needs world >= 2, got {world!r}")
+    comm = ddp_step_time(0.0, grad_bytes, world, alpha, beta)
+    # world * b / (b * sample_s + comm) > b / (b * sample_s)  <=>  b > comm / ((world - 1) * sample_s)
+    return float(comm / ((world - 1) * sample_s))
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "comm_tests", "locked": true, "points": 13, "schema_version": 3, "solution": false}
+sizes = [2**k for k in range(10, 23, 2)]
+for coll, world in (("all_reduce", 4), ("all_gather", 8), ("broadcast", 2)):
+    a, b = fit_alpha_beta(sizes, lab01.synthetic(coll, world, 50e-6, 1e-9, sizes), coll, world)
+    assert math.isclose(a, 50e-6, rel_tol=1e-6) and math.isclose(b, 1e-9, rel_tol=1e-6), \
+        f"{coll} at world {world}, noise-free, alpha 5e-05 s, beta 1e-09 s/B: fitted alpha {a:.4g}, beta {b:.4g}"
+noisy = lab01.synthetic("reduce_scatter", 4, 2e-4, 3e-10, sizes, noise=0.02, seed=3)
+a, b = fit_alpha_beta(sizes, noisy, "reduce_scatter", 4)
+assert abs(a - 2e-4) < 0.1 * 2e-4 and abs(b - 3e-10) < 0.1 * 3e-10, \
+    f"reduce_scatter world 4, 2 % noise, alpha 2e-04, beta 3e-10: fitted alpha {a:.4g}, beta {b:.4g}"
+try:
+    fit_alpha_beta([1024, 1024], [1e-3, 1.1e-3], "all_reduce", 2)
+    raise AssertionError("one distinct size must raise ValueError")
+except ValueError as exc:
+    assert "1" in str(exc), f"the message must name the count: {exc}"
+t = ddp_step_time(0.1, 1e8, 4, 1e-4, 1e-9)
+assert math.isclose(t, 0.1 + 6e-4 + 0.15), f"ddp_step_time(0.1 s, 1e8 B, world 4, 1e-4, 1e-9) = {t}, want 0.2506"
+assert ddp_step_time(0.1, 1e8, 1, 1e-4, 1e-9) == 0.1, "world 1 has no all-reduce"
+b_star = dp_break_even_batch(1e-3, 1e8, 4, 1e-4, 1e-9)
+assert math.isclose(b_star, (6e-4 + 0.15) / 3e-3), f"break-even batch at world 4: {b_star}, want 50.2"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("comm_tests")
+rng = random.Random(grading_seed() + 3)
+for coll, world in (("all_reduce", 4), ("all_gather", 8), ("broadcast", 2)):
+    ev.close(f"visible noise-free {coll} world {world}",
+             list(fit_alpha_beta(sizes, lab01.synthetic(coll, world, 50e-6, 1e-9, sizes), coll, world)),
+             rtol=1e-6)
+ev.close("visible noisy reduce_scatter", list(fit_alpha_beta(sizes, noisy, "reduce_scatter", 4)), rtol=1e-6)
+for i in range(12):
+    coll, world = rng.choice(lab01.COLLECTIVES), rng.choice([2, 3, 4, 8, 16])
+    al, be = 10 ** rng.uniform(-6, -3), 10 ** rng.uniform(-11, -8)
+    sz = sorted(rng.sample(sizes + [3 * s for s in sizes], rng.randint(3, 9)))
+    times = lab01.synthetic(coll, world, al, be, sz, noise=rng.choice([0.0, 0.02, 0.1]), seed=rng.randint(0, 99))
+    ev.close(f"synthetic {i}: {coll} world {world}", list(fit_alpha_beta(sz, times, coll, world)), rtol=1e-6,
+             atol=1e-15)
+for i in range(10):
+    args = (rng.uniform(0, 1), rng.uniform(1e5, 1e10), rng.randint(1, 64), rng.uniform(0, 1e-3),
+            rng.uniform(1e-11, 1e-8))
+    ev.close(f"step time {i}", ddp_step_time(*args), rtol=1e-9)
+    ev.close(f"break-even {i}", dp_break_even_batch(args[0] / 100 + 1e-6, *args[1:]) if args[2] > 1 else 0.0,
+             rtol=1e-9)
+ev.equal("step time world 1", ddp_step_time(0.3, 1e9, 1, 1e-3, 1e-9))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Measure.** Every collective at world 2 on this machine (one launch). The fit uses the sizes marked
+# `fit`; the `held out` sizes test its predictions.
+
+# %%
+fit_sizes = pick(full=[2**k for k in range(10, 24, 2)], fast=[2**12, 2**16, 2**19, 2**21])
+held_out = pick(full=[3 * 2**15, 3 * 2**19, 3 * 2**21], fast=[3 * 2**17])
+meas = lab01.measure_collectives(fit_sizes + held_out, world=2, reps=pick(full=9, fast=5))
+shard = [b // 2 if c in ("all_gather", "reduce_scatter") else b
+         for c, b in zip(meas["collective"], meas["bytes"], strict=True)]
+meas["set"] = ["held out" if s in held_out else "fit" for s in shard]
+fits, pred = {}, []
+for coll, g in meas.groupby("collective"):
+    f = g[g["set"] == "fit"]
+    fits[coll] = fit_alpha_beta(f["bytes"].tolist(), f["time_s"].tolist(), coll, 2)
+for _, row in meas.iterrows():
+    steps_, factor = lab01.ring_constants(row["collective"], 2)
+    a, b = fits[row["collective"]]
+    pred.append(steps_ * a + factor * row["bytes"] * b)
+meas["predicted_s"] = pred
+meas["error"] = (meas["predicted_s"] - meas["time_s"]).abs() / meas["time_s"]
+fit_table = pd.DataFrame([{"collective": c, "alpha (us)": a * 1e6, "bus GB/s": 1e-9 / b if b > 0 else math.nan,
+                           "held-out error (median)": meas[(meas["collective"] == c) & (meas["set"] == "held out")]
+                           ["error"].median()} for c, (a, b) in fits.items()])
+display(fit_table)
+_ax = lab01.plot_alpha_beta(meas)
+
+# %% [markdown]
+# **Eight workers slower than one, predicted.** A simulated cluster calibrated by the all-reduce fit: the
+# lab model's fp32 gradients, the baseline's measured compute per sample, the brief's global batch split over
+# `N` ranks (strong scaling), no overlap.
+
+# %%
+a_ar, b_ar = fits["all_reduce"]
+sample_s = baseline["step_s"] / baseline["batch"]
+grad_bytes = 4 * n_lab
+global_batch = brief["metric"]["batch"]
+scaling = pd.DataFrame([{"world": n, "step_s": ddp_step_time(sample_s * global_batch / n, grad_bytes, n, a_ar,
+                                                              b_ar)} for n in range(1, 9)])
+scaling["samples_per_s"] = global_batch / scaling["step_s"]
+scaling["speed-up vs 1"] = scaling["samples_per_s"] / scaling["samples_per_s"].iloc[0]
+display(scaling)
+_ax = lab01.plot_scaling_prediction(scaling)
+b_even = dp_break_even_batch(sample_s, grad_bytes, 8, a_ar, b_ar)
+print(f"8 ranks faster than 1 at the brief's global batch {global_batch}? "
+      f"{bool(scaling['samples_per_s'].iloc[7] > scaling['samples_per_s'].iloc[0])}; "
+      f"data parallelism at world 8 pays from {b_even:.0f} samples per rank (compute per byte "
+      f"{sample_s * b_even / grad_bytes * 1e9:.3g} ns/B)")
+
+# %% nbgrader={"grade": true, "grade_id": "comm_real_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# The fit applied to this machine's measurements (checked against your own measurements, not ours).
+assert sorted(fits) == sorted(lab01.COLLECTIVES), f"fits for {sorted(fits)}, want {sorted(lab01.COLLECTIVES)}"
+assert all(math.isfinite(a) and math.isfinite(b) for a, b in fits.values()), f"non-finite fit: {fits}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("comm_real_tests")
+fitrows = meas[meas["set"] == "fit"]
+ev.rule("real fits", {c: {"bytes": [float(v) for v in g["bytes"]], "time_s": [float(v) for v in g["time_s"]],
+                          "alpha": fits[c][0], "beta": fits[c][1]} for c, g in fitrows.groupby("collective")},
+        rule="lab01.fits_match", world=2, rtol=1e-6)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Written (4 points).** From the fit table and the scaling prediction: quote α and the bus bandwidth of
+# all_reduce, reduce_scatter and broadcast on this machine and say which differs from what NCCL's ratios would
+# predict and why; quote the held-out prediction error; explain in one or two sentences *why* more ranks are
+# slower here, and what per-rank batch (or compute per byte) would make data parallelism pay at world 8.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "comm_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Quotes measured alpha (tens to hundreds of us on gloo/CPU) and bus bandwidth (~0.5-1 GB/s) for the three;
+# notes gloo's reduce_scatter is implemented naively (lower bus bandwidth / higher alpha than all_reduce, unlike
+# NCCL where RS is half an AR) or broadcast differs from the ring model; quotes held-out error (target <= 20 %).
+# Explains: the all-reduce of the full gradient (bytes independent of N, ~2x S on the bus) plus 2(N-1) alphas
+# grows while compute per rank shrinks (strong scaling), so comm > compute saved; quotes the break-even per-rank
+# batch (hundreds to thousands of samples here) or the compute/byte ratio; mentions overlap would help.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Exercise 4 — Tensor parallel (20 points, ~25 min)
+#
+# Megatron's split of an MLP block across `N` ranks: the first Linear is **column-parallel** (rank `r` holds
+# output features `[r*k, (r+1)*k)` of the weight and bias, `k = out_features / N`), the second is
+# **row-parallel** (rank `r` holds input features `[r*k, (r+1)*k)` of the weight, and the *whole* bias, added
+# once after the reduction). Two conjugate autograd functions glue them:
+# - **f** (`CopyToTP`): identity forward; all-reduce (sum) of the gradient backward — every rank used the
+#   same input, so its gradient is the sum of the ranks' partial gradients;
+# - **g** (`ReduceFromTP`): all-reduce (sum) forward — the row-parallel partial products add up — and identity
+#   backward.
+#
+# `ColumnParallelLinear(dense)` and `RowParallelLinear(dense)` take a dense `nn.Linear` and keep this rank's
+# slice as their own `nn.Parameter`s `weight` and `bias` (copies, so the dense layer is untouched); a feature
+# count not divisible by the world size raises `ValueError` naming it and the world size. Column's forward is
+# `linear(f(x), weight, bias)`; row's is `g(linear(x_shard, weight)) + bias`. One block therefore costs one
+# all-reduce forward and one backward. The test splits a block at world 2 and compares its output, the input's
+# gradient and every local gradient with the dense block (and with torch's `ColwiseParallel` →
+# `RowwiseParallel` on the same weights), within 1e-5, and counts the all-reduces in the `launch` trace.
+#
+# Stuck? `hint("lab01.tp")`
+
+# %% nbgrader={"grade": false, "grade_id": "tp_solution", "locked": false, "schema_version": 3, "solution": true}
+class CopyToTP(torch.autograd.Function):
+    """f: identity forward, all-reduce (sum) backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        return x.view_as(x)
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        grad = grad.contiguous().clone()  # never reduce autograd's buffer in place
+        dist.all_reduce(grad)
+        return grad
+        ### END SOLUTION
+
+
+class ReduceFromTP(torch.autograd.Function):
+    """g: all-reduce (sum) forward, identity backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        x = x.contiguous().clone()
+        dist.all_reduce(x)
+        return x
+        ### END SOLUTION
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        return grad
+        ### END SOLUTION
+
+
+def _shard_size(features: int, what: str) -> int:
+    """Features per rank; ValueError when ``features`` does not split evenly over the world."""
+    ### BEGIN SOLUTION
+    world = dist.get_world_size()
+    if features % world:
+        raise ValueError(f"{what} = {features} is not divisible by the world size {world}")
+    return features // world
+    ### END SOLUTION
+
+
+class ColumnParallelLinear(nn.Module):
+    """This rank's block of output features of ``dense``; forward ``linear(f(x), weight, bias)``."""
+
+    def __init__(self, dense: nn.Linear) -> None:
+        super().__init__()
+        ### BEGIN SOLUTION
+        k, r = _shard_size(dense.out_features, "out_features"), dist.get_rank()
+        self.weight = nn.Parameter(dense.weight.detach()[r * k:(r + 1) * k].clone())
+        self.bias = nn.Parameter(dense.bias.detach()[r * k:(r + 1) * k].clone())
+        ### END SOLUTION
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        return nn.functional.linear(CopyToTP.apply(x), self.weight, self.bias)
+        ### END SOLUTION
+
+
+class RowParallelLinear(nn.Module):
+    """This rank's block of input features of ``dense`` and the whole bias; forward
+    ``g(linear(x_shard, weight)) + bias``."""
+
+    def __init__(self, dense: nn.Linear) -> None:
+        super().__init__()
+        ### BEGIN SOLUTION
+        k, r = _shard_size(dense.in_features, "in_features"), dist.get_rank()
+        self.weight = nn.Parameter(dense.weight.detach()[:, r * k:(r + 1) * k].clone())
+        self.bias = nn.Parameter(dense.bias.detach().clone())  # added once, after the sum
+        ### END SOLUTION
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ### BEGIN SOLUTION
+        return ReduceFromTP.apply(nn.functional.linear(x, self.weight)) + self.bias
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "tp_tests", "locked": true, "points": 20, "schema_version": 3, "solution": false}
+def check_tp(world, d_model, d_hidden, tol=1e-5, refuse=None):
+    res = launch(lab01.compare_rank, world_size=world, args=(ColumnParallelLinear, RowParallelLinear, d_model,
+                                                             d_hidden), kwargs={"refuse": refuse}, trace=True,
+                 timeout=60)
+    k = d_hidden // world
+    for r, out in enumerate(res):
+        where = f"world {world}, rank {r}, block {d_model}->{d_hidden}->{d_model}"
+        assert out["shapes"] == {"column.weight": [k, d_model], "row.weight": [d_model, k]}, \
+            f"{where}: local weight shapes {out['shapes']}, want column [{k}, {d_model}] and row [{d_model}, {k}]"
+        assert out["output"] < tol, f"{where}: output differs from the dense block by {out['output']:.3g}"
+        assert out["input_grad"] < tol, f"{where}: input gradient differs from dense by {out['input_grad']:.3g}"
+        for name, err in out["grads"].items():
+            assert err < tol, f"{where}: {name} gradient differs from the dense slice by {err:.3g}"
+        for name, err in out["vs_torch"].items():
+            assert err < tol, f"{where}: {name} differs from torch ColwiseParallel/RowwiseParallel by {err:.3g}"
+        n_ar = lab01.count_in_window(res.trace, r, out["window"])
+        assert n_ar == 2, f"{where}: {n_ar} all_reduce calls in one forward+backward, want 2 (g forward, f backward)"
+    return res
+
+
+tp_res = check_tp(2, 16, 32, refuse=(5, 7))  # also builds both classes from nn.Linear(5, 7): must refuse
+for name, msg in tp_res[0]["refusals"].items():
+    feats = "7" if name == "column" else "5"
+    assert msg is not None and feats in msg and "2" in msg, \
+        f"{name}-parallel Linear(5, 7) at world 2 must raise ValueError naming {feats} and 2, got {msg!r}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("tp_tests")
+
+
+def tp_evidence(res, world):
+    for r, out in enumerate(res):
+        ev.close(f"world {world} rank {r} max diffs", {"output": out["output"], "input_grad": out["input_grad"],
+                                                       **out["grads"], **out["vs_torch"]}, atol=1e-5)
+        ev.equal(f"world {world} rank {r} shapes", out["shapes"])
+        ev.equal(f"world {world} rank {r} all-reduces", lab01.count_in_window(res.trace, r, out["window"]))
+
+
+tp_evidence(tp_res, 2)
+ev.equal("refusals name the numbers", [m is not None and f in m for m, f in
+                                       zip(tp_res[0]["refusals"].values(), ("7", "5"), strict=True)])
+for world in pick(full=[3, 4], fast=[3]):
+    tp_evidence(launch(lab01.compare_rank, world_size=world, args=(ColumnParallelLinear, RowParallelLinear, 12,
+                                                                   24 * world), trace=True, timeout=60), world)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Each block costs two all-reduces of a `batch x d_model` activation per step, whatever the hidden width: a
+# transformer layer (MLP + attention) four. That is why tensor parallelism lives *inside* a node, on the
+# fastest link: the table prices one block's all-reduces with the fit and compares them with the compute the
+# split saves.
+
+# %%
+act_boundary = 4 * brief["metric"]["batch"] * cfg.d_model  # one all-reduced activation, fp32
+block_compute = baseline["step_s"] / cfg.layers
+display(pd.DataFrame([{"tp": t, "compute saved per block (s)": block_compute * (1 - 1 / t),
+                       "2 all-reduces per block (s)": 2 * ddp_step_time(0.0, act_boundary, t, a_ar, b_ar)}
+                      for t in (2, 4, 8)]))
+
+# %% [markdown]
+# ## Exercise 5 — Decide, and the solution card (12 points + 10 written, ~10 min)
+#
+# A decision is a choice among candidates whose costs you can now compute. `decide(candidates, ...)` receives
+# a DataFrame with one row per candidate configuration — columns `strategy` ("none", "dp", "zero", "tp",
+# "pp"), degrees `dp`, `zero`, `tp`, `pp`, `ranks` (= dp·tp·pp), `mem_bytes` (per rank) and `step_s` (seconds
+# per global batch) — and returns the chosen row as a dict (`row.to_dict()`). The rules:
+# 1. **feasible**: `mem_bytes <= mem_budget`; `tp <= gpus_per_node` (tensor parallelism only inside a node);
+#    `dp * micro_batch <= global_batch` (data parallelism is exhausted at global batch ÷ micro-batch);
+#    `ranks <= max_ranks` (the cost budget);
+# 2. nothing feasible → `ValueError` naming the budget and the smallest `mem_bytes` on offer;
+# 3. **stop when splitting stops paying**: among feasible rows within `(1 + tolerance)` of the fastest
+#    `step_s`, take the one with the fewest `ranks`; ties → the smaller `step_s`, then the earlier row.
+#
+# Stuck? `hint("lab01.decide")`
+
+# %% nbgrader={"grade": false, "grade_id": "decide_solution", "locked": false, "schema_version": 3, "solution": true}
+def decide(candidates: pd.DataFrame, *, mem_budget: float, global_batch: int, micro_batch: int,
+           gpus_per_node: int, max_ranks: int, tolerance: float = 0.05) -> dict:
+    """The chosen candidate (a row of ``candidates`` as a dict), by the three rules above."""
+    ### BEGIN SOLUTION
+    c = candidates
+    ok = c[(c["mem_bytes"] <= mem_budget) & (c["tp"] <= gpus_per_node)
+           & (c["dp"] * micro_batch <= global_batch) & (c["ranks"] <= max_ranks)]
+    if ok.empty:
+        raise ValueError(f"no candidate fits: mem_budget {mem_budget:.4g} B per rank, smallest on offer "
+                         f"{c['mem_bytes'].min():.4g} B (or every one breaks the node, batch or rank limits)")
+    near = ok[ok["step_s"] <= ok["step_s"].min() * (1 + tolerance)]  # splitting further buys < tolerance
+    return near.sort_values(["ranks", "step_s"], kind="stable").iloc[0].to_dict()
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "decide_tests", "locked": true, "points": 8, "schema_version": 3, "solution": false}
+def choice(table, kw):
+    try:
+        row = decide(table, **kw)
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+    return (row["strategy"], int(row["dp"]), int(row["zero"]), int(row["tp"]), int(row["pp"]))
+
+
+expected = {"do not split": ("none", 1, 0, 1, 1), "split pays": ("dp", 8, 0, 1, 1),
+            "dp at global batch / micro-batch": ("dp", 4, 0, 1, 1), "tp only inside a node": ("tp", 1, 0, 4, 1),
+            "memory forces zero": ("zero", 8, 3, 1, 1), "over the rank budget": ("dp", 8, 0, 1, 1),
+            "nothing fits": "ValueError"}
+for name in lab01.SCENARIOS:
+    got = choice(*lab01.scenario(name))
+    want = expected[name]
+    if want == "ValueError":
+        assert isinstance(got, str) and got.startswith("ValueError"), \
+            f"scenario {name!r}: nothing fits, want a ValueError, got {got}"
+    else:
+        assert got == want, f"scenario {name!r}: chose {got}, want {want}\n{lab01.scenario(name)[0]}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("decide_tests")
+for name in lab01.SCENARIOS:
+    got = choice(*lab01.scenario(name))
+    ev.equal(f"scenario {name}", got.split(":")[0] if isinstance(got, str) else list(got))
+rng = random.Random(grading_seed() + 5)
+for i in range(40):
+    table, kw = lab01.random_scenario(rng)
+    kw["tolerance"] = rng.choice([0.0, 0.05, 0.2])
+    got = choice(table, kw)
+    ev.equal(f"random scenario {i}", got.split(":")[0] if isinstance(got, str) else list(got))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **The lab model's decision.** Candidates for 1–8 ranks built from *your* cost models (`memory_per_rank`,
+# `ddp_step_time`) and *your* measurements (the baseline's compute, the all-reduce fit), with a budget of
+# 8 GiB per rank, 8 devices per node and at most 8 ranks. Then the fallback drill: stage 1 of a two-stage
+# pipeline is SIGKILLed mid-run; how long until `launch` names it?
+
+# %%
+decision_kw = {"mem_budget": 8 * 2**30, "global_batch": global_batch, "micro_batch": 8, "gpus_per_node": 8,
+               "max_ranks": 8}
+cands = lab01.lab_candidates(memory_per_rank, ddp_step_time, n_params=n_lab, act_bytes=float(act_lab),
+                             act_boundary_bytes=float(act_boundary), compute_s=baseline["step_s"], alpha=a_ar,
+                             beta=b_ar, layers=cfg.layers, worlds=[2, 4, 8], micro_batches=4)
+chosen = decide(cands, **decision_kw)
+display(cands.sort_values("step_s").head(8))
+print("chosen:", chosen)
+drill = lab01.kill_drill()
+display(pd.DataFrame([drill]))
+
+# %% [markdown]
+# **The solution card.** Fill it from the numbers above, for the configuration you chose: latency (its
+# `step_s`, seconds per step of the brief's global batch), cost (dollars per million samples at the brief's
+# price per device-hour, over its `ranks` devices, from `baseline_metrics`), capacity (the largest parameter
+# count whose memory under the chosen strategy fits the 8 GiB budget: `lab01.max_params(memory_per_rank,
+# budget, **strategy)` searches it for you) and fallback (seconds until a dead pipeline peer is named, from the
+# drill; say what happens to the job).
+
+# %% nbgrader={"grade": false, "grade_id": "card_solution", "locked": false, "schema_version": 3, "solution": true}
+from course_dist.card import Limit, SolutionCard
+
+### BEGIN SOLUTION
+strategy = {k: int(chosen[k]) for k in ("zero", "tp", "pp")} | {"world": int(chosen["ranks"]), "micro_batches": 4}
+chosen_cost = baseline_metrics(chosen["step_s"], global_batch / int(chosen["ranks"]), None,
+                               brief["metric"]["price_per_device_hour"], devices=int(chosen["ranks"]))
+capacity = lab01.max_params(memory_per_rank, 8 * 2**30, act_bytes=float(act_lab), param_bytes=4, grad_bytes=4,
+                            optim_bytes=8, **strategy)
+card = SolutionCard(
+    lab="lab01",
+    latency=Limit(float(chosen["step_s"]), "s/step", f"{chosen['strategy']} on {int(chosen['ranks'])} rank(s), "
+                  f"global batch {global_batch}, fitted gloo all-reduce"),
+    cost=Limit(chosen_cost["cost_per_million_samples"], "$ per 1M samples",
+               f"{int(chosen['ranks'])} device(s) at ${brief['metric']['price_per_device_hour']}/h"),
+    capacity=Limit(float(capacity), "parameters", "fp32 AdamW + one batch of activations in 8 GiB per rank"),
+    fallback=Limit(float(drill["detect_s"]), "s until a dead peer is named",
+                   f"RankError names rank {drill['reported rank']}; the job stops, progress since the last "
+                   "checkpoint is lost (lab 04 adds checkpoints and restart)"),
+    justification=(
+        f"The decision picked {chosen['strategy']} on {int(chosen['ranks'])} rank(s) at {chosen['step_s']:.4f} s "
+        f"per step against {baseline['step_s']:.4f} s on one rank. The lab model ({n_lab:,} parameters) fits one "
+        "rank many times over, so memory is not the resource that exceeds its budget; time is, and each split "
+        f"pays the fitted all-reduce (alpha {a_ar * 1e6:.0f} us per message) against the compute it saves. "
+        f"Beyond {capacity:.3g} parameters per rank shard the states (ZeRO) first; above the break-even batch "
+        "data parallelism pays; a dead rank stops the whole job, so checkpoints come next."),
+)
+### END SOLUTION
+card
+
+# %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+measured = {"latency": float(chosen["step_s"]),
+            "cost": baseline_metrics(chosen["step_s"], global_batch / int(chosen["ranks"]), None,
+                                     brief["metric"]["price_per_device_hour"],
+                                     int(chosen["ranks"]))["cost_per_million_samples"],
+            "fallback": float(drill["detect_s"])}
+course_dist.check_card(card, measured=measured)
+assert drill["reported rank"] == 1, f"the drill killed rank 1, launch named {drill['reported rank']}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("card_tests")
+ev.rule("card", {"card": asdict(card), "measured": measured}, rule="common.card", rtol=0.25)
+ev.equal("drill names the dead stage", drill["reported rank"])
+ev.rule("decision is decide() of the candidates", {"candidates": cands.to_dict("list"), "kw": decision_kw,
+                                                   "chosen": [chosen["strategy"], int(chosen["ranks"])]},
+        rule="lab01.decision_consistent")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Written (10 points).** Justify the card. Which resource, if any, exceeds its budget for the lab model, and
+# which strategy did the numbers choose (quote step times of at least three candidates)? At what model size
+# (from the capacity number and the memory table) or per-rank batch (from the break-even) would the choice
+# change, and to what? Why is tensor parallelism kept inside a node? What happens to this job, and to an
+# eight-GPU job, when one rank dies (the drill), and what does the brief's "loses progress" need beyond
+# this lab?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 10, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Full marks: memory is not binding for the lab model (MBs vs 8 GiB); time is dominated by communication on
+# this box: quotes step times of "none" vs DP/TP/PP candidates; the decision is "none"/one rank (or the
+# measured winner) with the reason (all-reduce > compute saved); names when it changes: a model beyond the
+# capacity (-> ZeRO-1/2/3 before TP/PP; ZeRO-3 costs 1.5x comm), a per-rank batch above break-even (-> DP);
+# TP needs 2 all-reduces per block per direction on the critical path, only viable on NVLink-class links
+# inside a node; a dead rank stops the whole synchronous job within ~the drill's seconds (RankError), an
+# 8-GPU job fails 8x as often; needs checkpoints + elastic restart (lab 04/homework).
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Stretch A — Pipeline schedules (10 points, optional, ~20 min)
+#
+# Cut the lab model's blocks into `p` stages, one per rank, and the batch into `m` micro-batches. A schedule
+# is, per stage, the order of its actions: `("F", i)` runs micro-batch `i` forward (receiving its activation
+# from the previous stage, sending its output on), `("B", i)` runs it backward (receiving the output gradient
+# from the next stage, sending the input gradient back). `lab01.run_schedule` executes your lists over real
+# send/recv.
+# - **GPipe**: all `m` forwards, then all `m` backwards in the same order.
+# - **1F1B**: stage `s` first runs `min(p - s - 1, m)` warm-up forwards; then alternates one forward (while
+#   any is left) and one backward, in micro-batch order, until all `m` backwards are done.
+#
+# Both give exactly the single-process gradients; they differ in how many micro-batches' activations a stage
+# holds at once (GPipe `m`, 1F1B `p - s` on stage `s`) — the memory of exercise 2. Unknown `kind` →
+# `ValueError` naming it. The test checks gradients and loss against one process and against torch's
+# `ScheduleGPipe` / `Schedule1F1B` (within 1e-6), and the peak activations held per stage, at p = 2, m = 4.
+#
+# Stuck? `hint("lab01.pipeline")`
+
+# %% nbgrader={"grade": false, "grade_id": "pipeline_solution", "locked": false, "schema_version": 3, "solution": true}
+def schedule(kind: str, stage: int, p: int, m: int) -> list[tuple[str, int]]:
+    """Ordered actions of ``stage`` (of ``p``) for ``m`` micro-batches under ``kind`` ("gpipe" or "1f1b")."""
+    ### BEGIN SOLUTION
+    if kind == "gpipe":
+        return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+    if kind != "1f1b":
+        raise ValueError(f"kind must be 'gpipe' or '1f1b', got {kind!r}")
+    warmup = min(p - stage - 1, m)  # later stages start their backwards sooner
+    actions = [("F", i) for i in range(warmup)]
+    f, b = warmup, 0
+    while b < m:
+        if f < m:
+            actions.append(("F", f))
+            f += 1
+        actions.append(("B", b))
+        b += 1
+    return actions
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "pipeline_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
+def check_pipeline(p, m, tol=1e-6):
+    single = lab01.single_process()
+    out = {}
+    both = launch(lab01.compare_schedules, world_size=p, args=(schedule, ("gpipe", "1f1b"), m), timeout=60)
+    for kind, want_peak in (("gpipe", [m] * p), ("1f1b", [min(m, p - s) for s in range(p)])):
+        res, ref = [r[kind]["mine"] for r in both], [r[kind]["torch"] for r in both]
+        loss = res[p - 1]["loss"]
+        assert abs(loss - single["loss"]) < tol, f"{kind}, p={p}, m={m}: loss {loss} != single process " \
+            f"{single['loss']}"
+        for s in range(p):
+            for name, g in res[s]["grads"].items():
+                err = float((g - single["grads"][name]).abs().max())
+                assert err < tol, f"{kind}, p={p}, m={m}, stage {s}: {name} gradient off by {err:.3g} vs one process"
+                err = float((g - ref[s]["grads"][name]).abs().max())
+                assert err < tol, f"{kind}, p={p}, m={m}, stage {s}: {name} off by {err:.3g} vs torch's schedule"
+        peaks = [r["peak_held"] for r in res]
+        assert peaks == want_peak, f"{kind}, p={p}, m={m}: micro-batches held per stage {peaks}, want {want_peak}"
+        out[kind] = res
+    return out
+
+
+pipe = check_pipeline(2, 4)
+try:
+    schedule("zero-bubble", 0, 2, 4)
+    raise AssertionError("an unknown kind must raise ValueError")
+except ValueError as exc:
+    assert "zero-bubble" in str(exc), f"the message must name the kind: {exc}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("pipeline_tests")
+for p, m in ((2, 4), (3, 6), (3, 2)):
+    for kind in ("gpipe", "1f1b"):
+        ev.equal(f"schedule {kind} p={p} m={m}", [[list(a) for a in schedule(kind, s, p, m)] for s in range(p)])
+ev.equal("p=2 m=4 peaks", {k: [r["peak_held"] for r in v] for k, v in pipe.items()})
+ev.close("p=2 m=4 loss", {k: v[1]["loss"] for k, v in pipe.items()}, atol=1e-6)
+if not course_dist.fast_mode():  # three real stages (the schedules above are checked at p = 3 either way)
+    ev.equal("p=3 m=3 peaks", {k: [r["peak_held"] for r in v] for k, v in check_pipeline(3, 3).items()})
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **The bubble.** One stage's timeline of a 1F1B step at p = 2 (compute spans; the gaps are the bubble), and
+# the measured idle fraction against (p − 1)/(m + p − 1). A 2-core machine shared by both ranks blurs it.
+
+# %%
+spans = pd.DataFrame([s for r in pipe["1f1b"] for s in r["spans"]], columns=["rank", "step", "kind", "start", "end"])
+_ax = course_dist.plot_timeline(spans, title="1F1B, p=2, m=4 (compute spans per stage)")
+busy = spans.assign(d=spans["end"] - spans["start"]).groupby("rank")["d"].sum()
+makespan = spans["end"].max() - spans["start"].min()
+display(pd.DataFrame({"measured idle fraction": 1 - busy / makespan, "(p-1)/(m+p-1)": 1 / 5}))
