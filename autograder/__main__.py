@@ -1,4 +1,19 @@
-"""``python -m autograder <command>``; see the package docstring."""
+"""python -m autograder: release the labs, autograde a class (sharded on a cluster if you like), merge shards.
+
+commands:
+  release   solutions/<lab>/<lab>.py -> labs/<lab>/ (the student release; make release)
+  grade     autograde SUBMISSIONS/<student>/<lab>/<lab>.ipynb -> build/grades.csv, feedback, gradebook
+  merge     combine the CSVs and gradebooks of `grade --shard K/N` runs into the course's
+  course    make course: release, sample class through nbgrader, every mutant at exercise level
+  mutants   every known-wrong answer loses exactly its exercise (exercise level, fast mode)
+
+examples:
+  python -m autograder release --lab lab02
+  python -m autograder grade ~/collected --workers 4                  # resumes; --force regrades
+  python -m autograder grade ~/collected --shard 0/8 --seed 1234      # on node 0 of 8 (see autograder/slurm/)
+  python -m autograder merge build/shards/*-of-8
+  python -m autograder grade --help                                    # each command explains its outputs
+"""
 
 from __future__ import annotations
 
@@ -8,6 +23,54 @@ import sys
 from pathlib import Path
 
 from autograder.config import CourseConfig
+
+RAW = argparse.RawDescriptionHelpFormatter
+
+GRADE_HELP = """Autograde every student folder of SUBMISSIONS (nbgrader's submitted layout):
+
+  SUBMISSIONS/<student>/<lab>/<lab>.ipynb       homework: plus the student's homework/ package beside it
+
+Each submission runs in its own sandboxed kernel (bubblewrap; --unsafe-no-sandbox to go without) inside one
+of --workers long-lived grading workers; hidden-test variants are drawn from --seed (drawn once per class and
+recorded). Every student folder gets a row: a misplaced notebook (alice/lab02.ipynb,
+carol/lab02/lab02 (1).ipynb) gets status 'missing' and a reason naming what was found and what was expected.
+
+outputs (written as each submission finishes, atomically; a killed run loses only what was in flight):
+  build/grades.csv                  student, lab, score, max_score, <points per exercise>, needs_manual,
+                                    status, reason (one short reason per failing exercise), seconds
+  build/grades.run.json             seed, mode and the fingerprint of every lab graded (for resuming, merge)
+  build/grades.summary.md           per lab: mean, median, a histogram per exercise; scores_<lab>.png
+  build/nbgrader/gradebook.db       the gradebook (formgrader, nbgrader export); grades_nbgrader.csv beside it
+  build/nbgrader/feedback/<student>/<lab>/<lab>.html   feedback; grading.json beside it: every message in full
+  with --shard K/N: build/shards/K-of-N/{grades.csv,grades.run.json,gradebook.db}; then run `merge`.
+
+examples:
+  python -m autograder grade ~/collected                       # every lab, 2 workers, fast mode
+  python -m autograder grade ~/collected --lab lab02 --workers 8 --seed 7
+  python -m autograder grade ~/collected --force               # regrade rows already in the CSV
+  python -m autograder grade ~/collected --shard 3/8 --seed 7  # node 3 of 8 (autograder/slurm/)
+"""
+
+MERGE_HELP = """Combine the outputs of `grade --shard K/N` runs (each a folder with grades.csv,
+grades.run.json and gradebook.db) into one CSV and the course gradebook. Idempotent: merging again changes
+nothing. Refuses shards graded with different seeds, modes or versions of a lab (fingerprints in
+grades.run.json), and gradebooks whose assignment cells differ from the course gradebook's.
+
+outputs: --out (default build/grades.csv) and its .run.json, --gradebook (default build/nbgrader/gradebook.db)
+and grades_nbgrader.csv beside it.
+
+example:
+  python -m autograder merge build/shards/*-of-8
+"""
+
+COURSE_HELP = """The main job (make course): release every lab, grade a sample class through real nbgrader
+(per lab: the reference must earn every auto point, the untouched release none, the sampled mutants lose
+exactly their exercise), check every mutant at the exercise level, and print a table per lab.
+
+outputs: build/grades.csv (+ .summary.md, scores_<lab>.png), build/grades_checked.csv (a 'check' column per
+sample), build/scores.png, feedback under build/nbgrader/feedback/, build/reference/<lab>/ with
+--execute-references. Exit status 1 if any expectation fails.
+"""
 
 
 def _positive(kind: type):
@@ -23,42 +86,71 @@ def _positive(kind: type):
     return parse
 
 
+def _shard(text: str) -> tuple[int, int]:
+    from autograder.shard import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__, formatter_class=RAW)
     p.add_argument("--root", type=Path, default=None, help="course repository root (default: this checkout)")
     p.add_argument("-v", "--verbose", action="store_true")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("release", help="regenerate labs/ from solutions/ (nbgrader generate_assignment)")
+    r = sub.add_parser(
+        "release",
+        help="regenerate labs/ from solutions/",
+        formatter_class=RAW,
+        description="solutions/<lab>/<lab>.py -> build/nbgrader/source -> nbgrader generate_assignment -> "
+        "labs/<lab>/ (deterministic).\n\nexample:\n  python -m autograder release --lab lab02",
+    )
     r.add_argument("--lab", action="append", help="only this lab (repeatable)")
 
-    g = sub.add_parser(
-        "grade", help="autograde <dir>/<student>/<lab>/<lab>.ipynb, one process per submission"
-    )
-    g.add_argument("submissions", type=Path)
+    g = sub.add_parser("grade", help="autograde a class", description=GRADE_HELP, formatter_class=RAW)
+    g.add_argument("submissions", type=Path, help="folder of <student>/<lab>/<lab>.ipynb")
     g.add_argument("--lab", action="append", help="only this lab (repeatable)")
+    g.add_argument("--workers", type=_positive(int), default=2, help="submissions in parallel (default 2)")
     g.add_argument(
-        "--workers", type=_positive(int), default=2, help="submissions graded in parallel (default 2)"
+        "--timeout", type=_positive(float), default=None, help="cap per submission, s (default 900)"
     )
     g.add_argument(
-        "--timeout",
-        type=_positive(float),
-        default=None,
-        help="wall-clock cap per submission in seconds; kills its whole process tree (default 900)",
+        "--cell-timeout", type=_positive(float), default=None, help="per-cell limit, s (default 240)"
     )
-    g.add_argument("--cell-timeout", type=_positive(float), default=None, help="per-cell limit (default 240)")
-    g.add_argument("--out", type=Path, default=None, help="CSV to merge rows into (default build/grades.csv)")
+    g.add_argument("--out", type=Path, default=None, help="CSV (default build/grades.csv)")
     g.add_argument("--full", action="store_true", help="grade in full mode (COURSE_FAST=0); default is fast")
     g.add_argument("--no-feedback", action="store_true", help="skip the per-student feedback HTML")
-
-    c = sub.add_parser(
-        "course", help="make course: release, execute references, grade the sample submissions"
+    g.add_argument("--seed", type=int, default=None, help="hidden-test variants (default: drawn, recorded)")
+    g.add_argument("--force", action="store_true", help="regrade rows already in the CSV")
+    g.add_argument(
+        "--shard", type=_shard, default=None, metavar="K/N", help="grade students i with i%%N == K"
     )
+    g.add_argument("--unsafe-no-sandbox", action="store_true", help="run kernels unconfined (trusted input)")
+    g.add_argument("--one-shot", action="store_true", help=argparse.SUPPRESS)  # old path, for the bench
+
+    m = sub.add_parser("merge", help="combine shard outputs", description=MERGE_HELP, formatter_class=RAW)
+    m.add_argument("shards", nargs="+", type=Path, help="folders written by grade --shard K/N")
+    m.add_argument("--out", type=Path, default=None, help="CSV (default build/grades.csv)")
+    m.add_argument("--gradebook", type=Path, default=None, help="default build/nbgrader/gradebook.db")
+
+    c = sub.add_parser("course", help="make course", description=COURSE_HELP, formatter_class=RAW)
     c.add_argument("--lab", action="append", help="only this lab (repeatable)")
     c.add_argument("--workers", type=_positive(int), default=2)
+    c.add_argument("--execute-references", action="store_true", help="also run each reference in full mode")
+    c.add_argument("--unsafe-no-sandbox", action="store_true", help="run kernels unconfined")
 
-    m = sub.add_parser("mutants", help="exercise-level mutant check (nbclient, fast mode)")
-    m.add_argument("--lab", action="append", help="only this lab (repeatable)")
+    mu = sub.add_parser(
+        "mutants",
+        help="exercise-level mutant check",
+        formatter_class=RAW,
+        description="Swap each known-wrong answer (autograder/mutants/<lab>/) into the reference, run it in "
+        "fast mode, and check it loses exactly its own exercise.\n\n"
+        "example:\n  python -m autograder mutants --lab lab02",
+    )
+    mu.add_argument("--lab", action="append", help="only this lab (repeatable)")
     return p
 
 
@@ -78,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("autograder").info("released %s into %s", ", ".join(labs) or "nothing", cfg.labs)
         return 0
     if args.cmd == "grade":
+        import pandas as pd
+
         from autograder.grade import grade
 
         changes: dict = {"workers": args.workers, "fast": not args.full}
@@ -85,17 +179,36 @@ def main(argv: list[str] | None = None) -> int:
             changes["cell_timeout"] = args.cell_timeout
         if args.timeout:
             changes["notebook_timeout"] = args.timeout
-        cfg = cfg.with_(**changes)
-        df = grade(cfg, args.submissions, labs=args.lab, out=args.out, feedback=not args.no_feedback)
-        import pandas as pd
-
+        df = grade(
+            cfg.with_(**changes),
+            args.submissions,
+            labs=args.lab,
+            out=args.out,
+            feedback=not args.no_feedback,
+            seed=args.seed,
+            force=args.force,
+            shard=args.shard,
+            unsafe_no_sandbox=args.unsafe_no_sandbox,
+            one_shot=args.one_shot,
+        )
         with pd.option_context("display.max_columns", 50, "display.width", 160, "display.max_colwidth", 60):
             sys.stdout.write(df.to_string(index=False) + "\n")
+        return 0
+    if args.cmd == "merge":
+        from autograder.merge import merge_shards
+
+        df = merge_shards(args.shards, args.out or cfg.build / "grades.csv", args.gradebook or cfg.gradebook)
+        sys.stdout.write(f"merged {len(args.shards)} shard(s): {len(df)} rows\n")
         return 0
     if args.cmd == "course":
         from autograder.course import course
 
-        return course(cfg.with_(workers=args.workers), args.lab)
+        return course(
+            cfg.with_(workers=args.workers),
+            args.lab,
+            execute_references=args.execute_references,
+            unsafe_no_sandbox=args.unsafe_no_sandbox,
+        )
     if args.cmd == "mutants":
         from autograder.mutant_check import check_all
 

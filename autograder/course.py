@@ -1,22 +1,28 @@
-"""``make course`` (``python -m autograder course``): the whole pipeline on the bundled sample submissions.
+"""``make course`` (``python -m autograder course``): prove every lab's grading, in a short main job.
 
-1. release every lab (labs/ regenerated), 2. build samples per lab under build/samples/: the reference, the
-untouched release ("blank") and one per mutant (autograder/mutants/<lab>/) applied to the reference, 3.
-autograde
-them through nbgrader's real gradebook (build/grades.csv, feedback HTML under build/nbgrader/feedback/),
-4. execute every reference notebook headless into build/reference/<lab>/ (full mode unless COURSE_FAST=1),
-5. plot build/scores.png and print a per-lab table. Exit status 1 if a reference loses an auto point, the
-blank
-earns one, a mutant does not lose exactly its own exercise, or a reference notebook raises.
+Per lab, and kept cheap as the course grows (one nbgrader run per *sample*, not per mutant):
+
+1. release every lab (labs/ regenerated);
+2. a small sample class through real nbgrader (the path students take): the reference (must earn every auto
+   point), the untouched release (must earn none) and ``SAMPLE_MUTANTS`` known-wrong answers (each must lose
+   exactly its own exercise), graded by the long-lived workers of :mod:`autograder.grade`;
+3. *every* mutant at the exercise level (:mod:`autograder.mutant_check`: one kernel pass per lab, the mutant's
+   cell swapped in, only the cells up to the next exercise re-run), in a background process per lab while
+   the sample class grades;
+4. optionally (``--execute-references``) each reference notebook in full mode into build/reference/<lab>/;
+5. build/scores.png and a table per lab. Exit status 1 if any expectation fails.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -37,10 +43,27 @@ from autograder.release import release, write_notebook
 from autograder.rubrics import Rubric, load_rubric
 
 log = logging.getLogger("autograder.course")
+SAMPLE_MUTANTS = 1  # per lab, graded through nbgrader; all the others are checked at the exercise level
 
 
-def build_samples(cfg: CourseConfig, lab: str, root: Path) -> dict[str, dict]:
-    """Write the sample submissions of ``lab`` under ``root``; returns student -> expectation."""
+def sample_mutants(mutants: list[Mutant], k: int = SAMPLE_MUTANTS) -> list[Mutant]:
+    """A deterministic spread of ``k`` mutants (different exercises first) for the nbgrader sample class."""
+    by_ex: dict[str, list[Mutant]] = {}
+    for m in sorted(mutants, key=lambda m: m.name):
+        by_ex.setdefault(m.exercise, []).append(m)
+    picked: list[Mutant] = []
+    while len(picked) < k and any(by_ex.values()):
+        for ms in by_ex.values():
+            if ms and len(picked) < k:
+                picked.append(ms.pop(0))
+    return picked
+
+
+def build_samples(
+    cfg: CourseConfig, lab: str, root: Path, mutants: list[Mutant] | None = None
+) -> dict[str, dict]:
+    """Write the sample submissions of ``lab`` under ``root`` (reference, blank, ``mutants``, default all);
+    returns student -> expectation."""
     expect: dict[str, dict] = {}
 
     def put(student: str, nb: nbformat.NotebookNode, extras: bool, m: Mutant | None = None) -> None:
@@ -56,7 +79,7 @@ def build_samples(cfg: CourseConfig, lab: str, root: Path) -> dict[str, dict]:
     expect["reference"] = {"kind": "reference"}
     put("blank", release_notebook(cfg, lab), False)
     expect["blank"] = {"kind": "blank"}
-    for m in find_mutants(cfg, lab):
+    for m in find_mutants(cfg, lab) if mutants is None else mutants:
         student = f"mutant-{m.name}"
         try:
             put(student, mutant_submission(cfg, m), True, m)
@@ -140,21 +163,50 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     return dest / f"{lab}.ipynb", errors
 
 
-def course(cfg: CourseConfig, labs: list[str] | None = None) -> int:
+def _mutant_check(cfg: CourseConfig, lab: str, out: Path) -> dict[str, list[str]]:
+    """Every mutant of ``lab`` at the exercise level, in its own process (its own kernel, own environment)."""
+    code = (
+        "import json, sys; from autograder.config import CourseConfig; "
+        "from autograder.mutant_check import check_lab_mutants; "
+        f"cfg = CourseConfig(root={str(cfg.root)!r}, build={str(cfg.build)!r}, fast=True); "
+        f"json.dump(check_lab_mutants(cfg, {lab!r}), open({str(out)!r}, 'w'))"
+    )
+    env = {**os.environ, "COURSE_FAST": "1"}
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=cfg.notebook_timeout * 2,
+    )
+    if r.returncode != 0 or not out.exists():
+        return {"<mutant check>": [f"mutant check of {lab} exited {r.returncode}: {r.stderr.strip()[-400:]}"]}
+    return json.loads(out.read_text())
+
+
+def course(
+    cfg: CourseConfig,
+    labs: list[str] | None = None,
+    *,
+    execute_references: bool = False,
+    unsafe_no_sandbox: bool = False,
+) -> int:
     t0 = time.monotonic()
     labs = release(cfg, labs)
     if not labs:
         log.error("no labs under %s", cfg.solutions)
         return 1
     samples = cfg.build / "samples"
+    if samples.exists():
+        shutil.rmtree(samples)  # a deleted mutant must not linger as a sample
     expectations: dict[tuple[str, str], dict] = {}
     rubrics: dict[str, Rubric | None] = {}
     for lab in labs:
         rp = cfg.rubric / f"{lab}.yaml"
         rubrics[lab] = load_rubric(rp) if rp.exists() else None
-        for student, exp in build_samples(cfg, lab, samples).items():
+        picked = sample_mutants(find_mutants(cfg, lab))
+        for student, exp in build_samples(cfg, lab, samples, picked).items():
             expectations[(student, lab)] = exp
-    t_grade = time.monotonic()
     out = cfg.build / "grades.csv"
     if out.exists():  # sample rows are regenerated: drop old ones (a deleted mutant), keep any real students
         old = pd.read_csv(out, dtype={"student": str, "lab": str}, keep_default_na=False)
@@ -162,8 +214,17 @@ def course(cfg: CourseConfig, labs: list[str] | None = None) -> int:
             old["student"].isin(["reference", "blank"]) | old["student"].str.startswith("mutant-")
         )
         old[~sample].to_csv(out, index=False)
-    df = grade(cfg, samples, labs=labs, out=out)
-    t_grade = time.monotonic() - t_grade
+    t_grade = time.monotonic()
+    checks_dir = cfg.build / "mutant_checks"
+    checks_dir.mkdir(parents=True, exist_ok=True)
+    # The exercise-level checks run beside the sample class: a distributed cell mostly waits (process start,
+    # rendezvous, collectives), so a third kernel on 2 cores fills the gaps instead of doubling wall time.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        futs = {lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json") for lab in labs}
+        df = grade(cfg, samples, labs=labs, out=out, force=True, unsafe_no_sandbox=unsafe_no_sandbox)
+        t_grade = time.monotonic() - t_grade
+        mutant_problems = {lab: f.result() for lab, f in futs.items()}
+    t_checks = time.monotonic() - t0
     df["check"] = [
         verdict(
             row,
@@ -173,34 +234,50 @@ def course(cfg: CourseConfig, labs: list[str] | None = None) -> int:
         for _, row in df.iterrows()
     ]
     df.to_csv(cfg.build / "grades_checked.csv", index=False)
+    mrows = [
+        {"lab": lab, "mutant": name, "check": "ok" if not probs else "FAIL: " + "; ".join(probs)}
+        for lab, res in mutant_problems.items()
+        for name, probs in sorted(res.items())
+    ]
+    mdf = pd.DataFrame(mrows, columns=["lab", "mutant", "check"])
+    mdf.to_csv(cfg.build / "mutants_checked.csv", index=False)
     plot_scores(
         df,
         cfg.build / "scores.png",
         {lab: [e.id for e in r.exercises] for lab, r in rubrics.items() if r is not None},
     )
-    failures = int((df["check"] != "ok").sum())
-    t_ref = time.monotonic()
-    ref_errors: dict[str, list[str]] = {}
-    for lab in labs:
-        path, errors = execute_reference(cfg, lab)
-        ref_errors[lab] = errors
-        log.info("reference %s executed -> %s (%d errors)", lab, path, len(errors))
-    t_ref = time.monotonic() - t_ref
+    failures = int((df["check"] != "ok").sum()) + int((mdf["check"] != "ok").sum())
+    ref_errors: dict[str, list[str]] = {lab: [] for lab in labs}
+    t_ref = 0.0
+    if execute_references:
+        t_ref = time.monotonic()
+        for lab in labs:
+            path, ref_errors[lab] = execute_reference(cfg, lab)
+            log.info("reference %s executed -> %s (%d errors)", lab, path, len(ref_errors[lab]))
+        t_ref = time.monotonic() - t_ref
     out_lines = []
     with pd.option_context("display.max_columns", 60, "display.width", 200, "display.max_colwidth", 70):
         for lab in labs:
             sub = df[df["lab"] == lab].dropna(axis=1, how="all")
             cols = [c for c in sub.columns if c not in ("lab", "reason", "seconds")]
-            out_lines.append(f"\n== {lab} ==\n{sub[cols].to_string(index=False)}")
+            mine = mdf[mdf["lab"] == lab]
+            out_lines.append(
+                f"\n== {lab} ==\n{sub[cols].to_string(index=False)}\n"
+                f"mutants at the exercise level: {int((mine['check'] == 'ok').sum())}/{len(mine)} ok"
+            )
             for e in ref_errors[lab]:
                 out_lines.append(f"  reference notebook error: {e}")
             for _, r in sub[sub["check"] != "ok"].iterrows():
                 out_lines.append(f"  {r['student']}: {r['check']}  (reason: {r['reason']})")
+            for _, r in mine[mine["check"] != "ok"].iterrows():
+                out_lines.append(f"  mutant {r['mutant']}: {r['check']}")
     total = time.monotonic() - t0
     out_lines.append(
-        f"\ngraded {len(df)} samples in {t_grade:.0f} s, executed {len(labs)} reference notebooks in "
-        f"{t_ref:.0f} s; make course took {total:.0f} s. Results: {out}, {cfg.build / 'scores.png'}, "
-        f"feedback under {cfg.nbgrader_root / 'feedback'}, references under {cfg.build / 'reference'}"
+        f"\ngraded {len(df)} samples through nbgrader in {t_grade:.0f} s, checked {len(mdf)} mutants at the "
+        f"exercise level (both done {t_checks:.0f} s after the start)"
+        + (f", executed {len(labs)} references in full mode in {t_ref:.0f} s" if execute_references else "")
+        + f"; make course took {total:.0f} s. Results: {out}, {cfg.build / 'mutants_checked.csv'}, "
+        f"{cfg.build / 'scores.png'}, feedback under {cfg.nbgrader_root / 'feedback'}"
     )
     bad = failures + sum(bool(e) for e in ref_errors.values())
     out_lines.append("make course: OK" if not bad else f"make course: FAILED ({bad} problem(s) above)")

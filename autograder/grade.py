@@ -1,18 +1,16 @@
-"""``python -m autograder grade <submissions-dir>``: autograde every student x lab, safely, in parallel.
+"""``python -m autograder grade SUBMISSIONS``: autograde every student x lab, safely, in parallel, resumably.
 
-Layout read: ``<submissions-dir>/<student>/<lab>/<lab>.ipynb`` (nbgrader's submitted layout). Each
-submission is
-graded by its own ``autograder.worker`` process (own session, own copy of the gradebook, own wall-clock
-cap), so a
-notebook that loops, hangs a process group, segfaults a rank, kills its kernel or copies an nbgrader cell
-costs that
-one row and nothing else. Afterwards the results are merged into the course gradebook (``build/nbgrader``, for
-formgrader and ``nbgrader export``) and into one CSV row per student x lab::
+Layout read: ``SUBMISSIONS/<student>/<lab>/<lab>.ipynb`` (see :mod:`autograder.shard`; every student folder
+gets a row, a misplaced notebook a reason naming what was found and what was expected). ``--workers`` slots
+each hold one long-lived grading worker (:mod:`autograder.worker`); each submission runs in its own kernel
+(sandboxed), against its own gradebook copy, under its own wall-clock cap, so a notebook that loops, hangs a
+process group, segfaults a rank or kills its kernel costs that one row and nothing else.
 
-    student, lab, score, max_score, <exercise points...>, needs_manual, status, reason
-
-Re-running replaces the rows it grades and keeps the others (keyed by student, lab): nothing lost or
-duplicated.
+Nothing is lost: as each submission finishes, its CSV row (``build/grades.csv``), its gradebook entry
+(``build/nbgrader/gradebook.db``) and its full messages
+(``build/nbgrader/feedback/<student>/<lab>/grading.json``) are written atomically. A re-run grades
+only the (student, lab) rows missing from the CSV, with the seed recorded in ``grades.run.json``;
+``--force`` regrades everything.
 """
 
 from __future__ import annotations
@@ -20,319 +18,195 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import shutil
-import subprocess
 import sys
+import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from queue import Empty, Queue
 
 import pandas as pd
 
 from autograder.config import CourseConfig
-from autograder.procs import TOKEN_VAR, kill_tree
-from autograder.rubrics import load_rubric
+from autograder.merge import BASE_COLUMNS, TAIL_COLUMNS, read_csv, run_file, write_csv, write_json
+from autograder.outcome import Outcome, outcome_from_result, outcome_row, source_cells
+from autograder.procs import TOKEN_VAR
+from autograder.shard import Submission, find_submissions
 
+__all__ = ["BASE_COLUMNS", "TAIL_COLUMNS", "Outcome", "grade", "write_csv"]
 log = logging.getLogger("autograder.grade")
 
-BASE_COLUMNS = ["student", "lab", "score", "max_score"]
-TAIL_COLUMNS = ["needs_manual", "status", "reason", "seconds"]
-
 
 @dataclass
-class Submission:
-    student: str
-    lab: str
-    notebook: Path
+class Run:
+    """Where one grading run writes, and what it grades with (shared by every slot)."""
 
-
-@dataclass
-class Outcome:
-    student: str
-    lab: str
-    status: str  # ok | error | timeout | missing
-    reason: str = ""
-    cells: dict[str, dict] = field(default_factory=dict)  # grade_id -> {score, max_score, kind, needs_manual}
-    seconds: float = 0.0
-    leftovers_killed: int = 0
-
-
-def find_submissions(root: Path, labs: list[str] | None = None) -> list[Submission]:
-    """Every ``<student>/<lab>/`` folder under ``root`` (a missing notebook still yields a submission)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise ValueError(
-            f"submissions directory {root} does not exist; expected <dir>/<student>/<lab>/<lab>.ipynb"
-        )
-    subs = []
-    for sdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for ldir in sorted(p for p in sdir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            if labs and ldir.name not in labs:
-                continue
-            subs.append(Submission(sdir.name, ldir.name, ldir / f"{ldir.name}.ipynb"))
-    return subs
+    cfg: CourseConfig
+    out: Path
+    gradebook: Path
+    work: Path  # scratch: one folder per submission, the template gradebook, worker logs
+    seed: int
+    feedback: bool
+    sandbox: bool
+    titles: dict[str, dict[str, str]] = field(default_factory=dict)  # lab -> grade_id -> exercise title
+    reference: dict[str, str] = field(default_factory=dict)  # lab -> reference evidence dir
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _config_json(cfg: CourseConfig) -> dict:
-    d = asdict(cfg)
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
 
 
-# ---- reasons -----------------------------------------------------------------------------------------------
-_LOG_CAUSES = [
-    ("DeadKernelError", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
-    ("Kernel died", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
-    ("exists multiple times", None),  # nbgrader's own message names the cell: keep it
-    ("became unresponsive", "kernel unresponsive after the cell timeout (a loop that ignores interrupts?)"),
-    (
-        "UnresponsiveKernelError",
-        "kernel unresponsive after the cell timeout (a loop that ignores interrupts?)",
-    ),
-    ("CellTimeoutError", "a cell hit the per-cell timeout and the kernel did not recover"),
-    ("TimeoutError", "a cell hit the per-cell timeout and the kernel did not recover"),
-]
+def _sandbox_ok(unsafe: bool) -> bool:
+    """True when kernels will be sandboxed; raises when they cannot be and the instructor did not opt out."""
+    if unsafe:
+        log.warning("--unsafe-no-sandbox: student notebooks run with this user's rights, unconfined")
+        return False
+    try:
+        from autograder.sandbox import sandbox_available
+    except ImportError:  # the sandbox is not part of this checkout yet: today's behaviour
+        log.warning("autograder.sandbox not available: grading kernels run unsandboxed")
+        return False
+    why = sandbox_available()
+    if why:
+        raise RuntimeError(f"cannot grade safely: {why}")
+    return True
 
 
-def failure_reason(text: str) -> str:
-    for needle, reason in _LOG_CAUSES:
-        if needle in text:
-            if reason is None:
-                line = next(ln for ln in text.splitlines() if needle in ln)
-                return " ".join(line.split())[-200:]
-            return reason
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errs = [ln for ln in lines if "Error" in ln or "Exception" in ln]
-    return (errs[-1] if errs else (lines[-1] if lines else "nbgrader failed without a message"))[-200:]
+def _reference_evidence(cfg: CourseConfig, lab: str, seed: int) -> str | None:
+    try:
+        from autograder.judge import reference_evidence
+    except ImportError:
+        return None
+    return str(reference_evidence(cfg, lab, seed, cfg.fast))
 
 
-def cell_errors(notebook: Path) -> dict[str, str]:
-    """grade_id -> 'Ename: first line of message' for graded cells with an error output in the autograded
-    notebook."""
-    import nbformat
+def _titles(cfg: CourseConfig, lab: str) -> dict[str, str]:
+    from autograder.rubrics import load_rubric
 
-    out: dict[str, str] = {}
-    if not notebook.exists():
-        return out
-    nb = nbformat.read(notebook, as_version=4)
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not meta.get("grade") or cell.cell_type != "code":
-            continue
-        errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        results = [o for o in cell.get("outputs", []) if o.get("output_type") == "execute_result"]
-        stderr = [
-            o
-            for o in cell.get("outputs", [])
-            if o.get("output_type") == "stream" and o.get("name") == "stderr"
-        ]
-        if not errs and stderr:
-            first = (stderr[0].get("text") or "").strip().splitlines()[:1]
-            out[meta["grade_id"]] = (
-                f"wrote to stderr (nbgrader scores that as a failure): {''.join(first)[:120]}"
-            )
-        elif not errs and results:
-            out[meta["grade_id"]] = (
-                "the cell's last expression is a number below full marks (nbgrader partial credit)"
-            )
-        if errs:
-            names = []
-            for e in errs:
-                msg = (e.get("evalue") or "").strip().splitlines()
-                names.append(f"{e.get('ename')}: {msg[0][:120]}" if msg else str(e.get("ename")))
-            out[meta["grade_id"]] = " / ".join(dict.fromkeys(names))
-    return out
-
-
-def read_grades(db: Path, lab: str, student: str) -> dict[str, dict]:
-    from nbgrader.api import Gradebook
-
-    cells = {}
-    with Gradebook(f"sqlite:///{db}") as gb:
-        nb = gb.find_submission_notebook(lab, lab, student)
-        for g in nb.grades:
-            cells[g.name] = {"score": float(g.score or 0.0), "needs_manual": bool(g.needs_manual_grade)}
-    return cells
-
-
-def source_cells(cfg: CourseConfig, lab: str) -> dict[str, dict]:
-    """Graded cells of the released lab (used for zero rows when grading failed)."""
-    import nbformat
-
-    from autograder.source import graded_cells
-
-    nb = nbformat.read(cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb", as_version=4)
-    return {
-        gid: {"score": 0.0, "max_score": c["points"], "kind": c["kind"], "needs_manual": False}
-        for gid, c in graded_cells(nb).items()
-    }
+    path = cfg.rubric / f"{lab}.yaml"
+    if not path.exists():
+        return {}
+    return {c.grade_id: ex.title or ex.id for ex in load_rubric(path).exercises for c in ex.graded_cells}
 
 
 # ---- one submission ----------------------------------------------------------------------------------------
-def grade_one(cfg: CourseConfig, sub: Submission, run_dir: Path, *, feedback: bool = True) -> Outcome:
-    t0 = time.monotonic()
-    if not sub.notebook.exists():
-        return Outcome(
-            sub.student,
-            sub.lab,
-            "missing",
-            f"no {sub.notebook.name} in {sub.notebook.parent}",
-            cells=source_cells(cfg, sub.lab),
-        )
-    work = run_dir / f"{sub.student}__{sub.lab}"
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    db = work / "gradebook.db"
-    shutil.copy2(run_dir / "template.db", db)
+def _spec(run: Run, sub: Submission, work: Path, token: str) -> dict:
+    cfg = run.cfg
+    env = {**cfg.kernel_environ(), TOKEN_VAR: token, "COURSE_GRADE_SEED": str(run.seed)}
     spec = {
         "config": _config_json(cfg),
         "student": sub.student,
         "lab": sub.lab,
-        "db": str(db),
+        "db": str(work / "gradebook.db"),
         "submitted": str(sub.notebook.parent.parent.parent.resolve()),
         "result": str(work / "result.json"),
-        "feedback": feedback,
+        "feedback": run.feedback,
+        "env": env,
+        "seed": run.seed,
+        "titles": run.titles.get(sub.lab, {}),
+        "evidence_dir": str(work / "evidence"),
+        "reference_evidence": run.reference.get(sub.lab),
     }
-    (work / "spec.json").write_text(json.dumps(spec))
+    if run.sandbox:  # autograder.sandbox.SandboxSpec: the kernel sees nbgrader's copy of this submission
+        autograded = cfg.nbgrader_root / "autograded" / sub.student / sub.lab
+        spec["sandbox"] = {
+            "workdir": str(autograded),
+            "writable": [str(work / "evidence")],
+            "wall_s": cfg.notebook_timeout,
+            "cpu_s": cfg.notebook_timeout,
+        }
+    return spec
+
+
+def grade_one(run: Run, sub: Submission, client) -> Outcome:  # noqa: ANN001 - worker.WorkerClient
+    """Grade one submission through ``client``'s worker; always returns an Outcome (never raises)."""
+    cfg = run.cfg
+    if not sub.gradable:
+        return Outcome(sub.student, sub.lab, "missing", sub.problem, cells=source_cells(cfg, sub.lab))
+    t0 = time.monotonic()
+    work = run.work / f"{sub.student}__{sub.lab}"
+    if work.exists():
+        shutil.rmtree(work)
+    (work / "evidence").mkdir(parents=True)
+    shutil.copy2(run.work / "template.db", work / "gradebook.db")
     token = f"{uuid.uuid4().hex}-{sub.student}-{sub.lab}"
-    env = dict(os.environ)
-    env.update(cfg.kernel_environ())
-    env[TOKEN_VAR] = token
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(cfg.root), str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
-    )
-    status, reason = "ok", ""
-    with open(work / "worker.log", "wb") as logf:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.worker", str(work / "spec.json")],
-            cwd=work,
-            env=env,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            proc.wait(timeout=cfg.notebook_timeout)
-        except subprocess.TimeoutExpired:
-            status = "timeout"
-            reason = f"killed after the {cfg.notebook_timeout:.0f} s per-submission cap (whole process tree)"
-        leftovers = kill_tree(proc.pid, token)
-        proc.wait()
-    seconds = time.monotonic() - t0
+    spec_path = work / "spec.json"
+    spec_path.write_text(json.dumps(_spec(run, sub, work, token)))
     result_path = work / "result.json"
+    status, reason, leftovers = client.grade(spec_path, result_path, cfg.notebook_timeout, token)
     result = json.loads(result_path.read_text()) if result_path.exists() else None
-    if status == "ok":
-        if result is None:
-            status = "error"
-            tail = (work / "worker.log").read_text(errors="replace")[-2000:]
-            reason = f"grading worker exited {proc.returncode}: {failure_reason(tail)}"
-        elif not result["success"]:
-            status = "error"
-            reason = failure_reason(result.get("log", "") + "\n" + result.get("error", ""))
-    cells = source_cells(cfg, sub.lab)
-    if status == "ok":
-        for gid, got in read_grades(db, sub.lab, sub.student).items():
-            if gid in cells:
-                cells[gid].update(got)
-        autograded = cfg.nbgrader_root / "autograded" / sub.student / sub.lab / f"{sub.lab}.ipynb"
-        errs = cell_errors(autograded)
-        failed = [
-            f"{gid}: {errs.get(gid, 'no points')}"
-            for gid, c in cells.items()
-            if c["kind"] == "auto" and c["score"] < c["max_score"]
-        ]
-        reason = "; ".join(failed)
-        if result and result.get("feedback_ok") is False:
-            reason = (
-                (reason + "; " if reason else "")
-                + "feedback failed: "
-                + failure_reason(result["feedback_log"])
-            )
-    if leftovers and status == "ok":
-        reason = (reason + "; " if reason else "") + f"killed {leftovers} leftover process(es)"
-    return Outcome(sub.student, sub.lab, status, reason, cells, seconds, leftovers)
+    return outcome_from_result(
+        cfg, sub, work, status, reason, result, leftovers=leftovers, seconds=time.monotonic() - t0
+    )
 
 
-# ---- rows, CSV, gradebook ----------------------------------------------------------------------------------
-def outcome_row(cfg: CourseConfig, o: Outcome) -> dict:
-    row: dict = {"student": o.student, "lab": o.lab}
-    row["score"] = round(sum(c["score"] for c in o.cells.values()), 4)
-    row["max_score"] = round(sum(c["max_score"] for c in o.cells.values()), 4)
-    rubric_path = cfg.rubric / f"{o.lab}.yaml"
-    if rubric_path.exists():
-        for ex in load_rubric(rubric_path).exercises:
-            row[ex.id] = round(sum(o.cells.get(c.grade_id, {}).get("score", 0.0) for c in ex.graded_cells), 4)
-    else:
-        for gid, c in o.cells.items():
-            row[gid] = c["score"]
-    row["needs_manual"] = round(sum(c["max_score"] for c in o.cells.values() if c["needs_manual"]), 4)
-    row["status"], row["reason"], row["seconds"] = o.status, o.reason, round(o.seconds, 1)
+def _record(run: Run, o: Outcome) -> dict:
+    """Persist one finished submission: gradebook entry, CSV row, grading.json (each atomic)."""
+    from autograder.merge import write_submission
+
+    row = outcome_row(run.cfg, o)
+    with run.lock:  # one writer at a time: each write replaces the whole file atomically
+        if o.cells and o.status != "missing":  # nothing handed in: no gradebook submission (nbgrader's way)
+            write_submission(run.gradebook, o.student, o.lab, o.cells)
+        write_csv([row], run.out)
+        fb = run.cfg.nbgrader_root / "feedback" / o.student / o.lab / "grading.json"
+        write_json(fb, {**asdict(o), "seed": run.seed, "row": row})
     return row
 
 
-def write_csv(rows: list[dict], out: Path) -> pd.DataFrame:
-    """Merge ``rows`` into ``out`` keyed by (student, lab): replaced if present, added if not, others kept."""
-    new = pd.DataFrame(rows)
-    if out.exists() and out.stat().st_size > 0:
-        old = pd.read_csv(out, dtype={"student": str, "lab": str}, keep_default_na=False)
-        keys = set(zip(new["student"], new["lab"], strict=True))
-        old = old[[(s, lab) not in keys for s, lab in zip(old["student"], old["lab"], strict=True)]]
-        df = pd.concat([old, new], ignore_index=True)
-    else:
-        df = new
-    extra = [c for c in df.columns if c not in BASE_COLUMNS + TAIL_COLUMNS]
-    df = df[BASE_COLUMNS + extra + TAIL_COLUMNS].sort_values(["lab", "student"]).reset_index(drop=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(out)
-    return df
-
-
-def merge_into_gradebook(cfg: CourseConfig, o: Outcome) -> None:
-    """Copy one graded submission into the course gradebook (what formgrader and ``nbgrader export`` read)."""
-    import warnings
-
-    from nbgrader.api import Gradebook, MissingEntry
-    from sqlalchemy.exc import SAWarning
-
-    warnings.filterwarnings(
-        "ignore", category=SAWarning
-    )  # nbgrader's own remove/add sequence is noisy, harmless
-    with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
-        gb.update_or_create_student(o.student)
-        try:
-            gb.remove_submission(o.lab, o.student)
-        except MissingEntry:
-            pass
-        gb.add_submission(o.lab, o.student)
-        nb = gb.find_submission_notebook(o.lab, o.lab, o.student)
-        for g in nb.grades:
-            c = o.cells.get(g.name)
-            if c is None:
-                continue
-            if c["needs_manual"]:
-                g.needs_manual_grade = True
-            else:
-                g.auto_score, g.needs_manual_grade = c["score"], False
-        gb.db.commit()
-
-
-def export_nbgrader(cfg: CourseConfig) -> Path:
-    """nbgrader's own CSV export of the course gradebook (build/nbgrader/grades_nbgrader.csv)."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
-
-    out = cfg.nbgrader_root / "grades_nbgrader.csv"
-    with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
-        CsvExportPlugin(to=str(out)).export(gb)
-    return out
-
-
 # ---- the run -----------------------------------------------------------------------------------------------
+def _seed(out: Path, seed: int | None, force: bool, shard: tuple[int, int] | None) -> int:
+    rf = run_file(out)
+    recorded = json.loads(rf.read_text()).get("seed") if rf.exists() else None
+    if seed is not None:
+        if recorded is not None and recorded != seed and not force:
+            raise ValueError(
+                f"{out} was graded with --seed {recorded}, this run asks for {seed}: rows graded with two "
+                f"seeds would not compare; pass --seed {recorded} to resume, or --force to regrade all"
+            )
+        return seed
+    if recorded is not None and not force:
+        return int(recorded)
+    if shard is not None:
+        raise ValueError(
+            "--shard needs --seed: every shard of one class must draw the same hidden-test variants "
+            "(e.g. SEED=$RANDOM once, then --seed $SEED on every node)"
+        )
+    return secrets.randbelow(2**31)
+
+
+def _slot(run: Run, jobs: Queue, done: Queue, slot: int, one_shot: bool) -> None:
+    from autograder.worker import WorkerClient
+
+    env = dict(os.environ)
+    env[TOKEN_VAR] = f"{uuid.uuid4().hex}-worker{slot}"
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(run.cfg.root), str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    )
+    client = WorkerClient(env, run.work, run.work / f"worker-{slot}.log", one_shot=one_shot)
+    try:
+        while True:
+            try:
+                sub = jobs.get_nowait()
+            except Empty:
+                return
+            try:
+                o = grade_one(run, sub, client)
+            except Exception as exc:  # a bug in the grader itself: still one row, never a lost student
+                log.exception("grading %s/%s failed", sub.student, sub.lab)
+                o = Outcome(
+                    sub.student, sub.lab, "error", f"grader error: {exc!r}", source_cells(run.cfg, sub.lab)
+                )
+            done.put((o, _record(run, o)))
+    finally:
+        client.close()
+
+
 def grade(
     cfg: CourseConfig,
     submissions: Path,
@@ -341,48 +215,101 @@ def grade(
     out: Path | None = None,
     feedback: bool = True,
     progress: bool = True,
+    seed: int | None = None,
+    force: bool = False,
+    shard: tuple[int, int] | None = None,
+    unsafe_no_sandbox: bool = False,
+    one_shot: bool = False,
 ) -> pd.DataFrame:
-    """Grade every submission under ``submissions``; returns the rows of this run (CSV holds all runs)."""
+    """Grade every student folder under ``submissions`` (of shard K/N); returns their rows (now or before).
+
+    Outputs: ``out`` (default ``build/grades.csv``; with ``shard`` ``build/shards/K-of-N/grades.csv``) and its
+    ``.run.json``; the gradebook beside a shard's CSV, else the course one; feedback HTML, grading.json under
+    ``build/nbgrader/feedback/<student>/<lab>/``; a summary table and a score plot per lab beside the CSV.
+    """
     from tqdm.auto import tqdm
 
+    from autograder.merge import export_nbgrader, lab_fingerprint
+    from autograder.plots import summarize
     from autograder.release import ensure_released
 
-    subs = find_submissions(submissions, labs)
-    known = set(cfg.lab_ids())
-    skipped = [s for s in subs if s.lab not in known]
-    for s in skipped:
-        log.warning("skipping %s/%s: no lab %r under %s", s.student, s.lab, s.lab, cfg.solutions)
-    subs = [s for s in subs if s.lab in known]
+    subs = find_submissions(submissions, cfg.lab_ids(), labs, shard)
     if not subs:
-        raise ValueError(f"no submissions of known labs {sorted(known)} under {submissions}")
-    for lab in sorted({s.lab for s in subs}):
+        raise ValueError(f"no student folders under {submissions}; expected <student>/<lab>/<lab>.ipynb")
+    tag = f"{shard[0]}-of-{shard[1]}" if shard else "all"
+    out = (
+        Path(out)
+        if out
+        else (cfg.build / "shards" / tag / "grades.csv" if shard else cfg.build / "grades.csv")
+    )
+    sandbox = _sandbox_ok(unsafe_no_sandbox)
+    seed = _seed(out, seed, force, shard)
+    graded_labs = sorted({s.lab for s in subs if s.gradable})
+    for lab in graded_labs:
         ensure_released(cfg, lab)
-    run_dir = cfg.build / "grading"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(cfg.gradebook, run_dir / "template.db")  # snapshot: workers never write the course gradebook
-    outcomes: list[Outcome] = []
-    with ThreadPoolExecutor(max_workers=cfg.workers) as pool:
-        futures = {pool.submit(grade_one, cfg, s, run_dir, feedback=feedback): s for s in subs}
-        bar = tqdm(total=len(subs), desc="autograde", unit="nb", disable=not progress)
-        for fut in as_completed(futures):
-            s = futures[fut]
-            try:
-                o = fut.result()
-            except Exception as exc:  # a bug in the grader itself: still one row, never a lost student
-                log.exception("grading %s/%s failed", s.student, s.lab)
-                o = Outcome(
-                    s.student, s.lab, "error", f"grader error: {exc!r}", cells=source_cells(cfg, s.lab)
-                )
-            outcomes.append(o)
-            bar.set_postfix_str(f"{o.student}/{o.lab}: {o.status}")
-            bar.update()
-        bar.close()
-    for o in sorted(outcomes, key=lambda o: (o.lab, o.student)):
-        merge_into_gradebook(cfg, o)
-    export_nbgrader(cfg)
-    rows = [outcome_row(cfg, o) for o in outcomes]
-    df = write_csv(rows, out or cfg.build / "grades.csv")
-    keys = {(o.student, o.lab) for o in outcomes}
-    return df[[(s, lab) in keys for s, lab in zip(df["student"], df["lab"], strict=True)]].reset_index(
+    gradebook = out.parent / "gradebook.db" if shard else cfg.gradebook
+    if shard and not gradebook.exists():
+        gradebook.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cfg.gradebook, gradebook)
+    work = cfg.build / "grading" / tag
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(cfg.gradebook, work / "template.db")  # snapshot: workers never write the course gradebook
+    fps = {lab: lab_fingerprint(cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb") for lab in graded_labs}
+    run = Run(cfg, out, gradebook, work, seed, feedback, sandbox)
+    run.titles = {lab: _titles(cfg, lab) for lab in cfg.lab_ids()}
+    for lab in graded_labs:
+        run.reference[lab] = _reference_evidence(cfg, lab, seed)
+
+    old = read_csv(out)
+    rf = run_file(out)
+    old_fps = json.loads(rf.read_text()).get("labs", {}) if rf.exists() else {}
+    stale = {lab for lab, fp in old_fps.items() if fps.get(lab, fp) != fp}
+    if stale:
+        log.warning("labs %s changed since %s was graded: their rows are regraded", sorted(stale), out)
+    done = (
+        set()
+        if force
+        else {(s, lab) for s, lab in zip(old["student"], old["lab"], strict=True) if lab not in stale}
+    )
+    todo = [s for s in subs if (s.student, s.lab) not in done]
+    write_json(
+        rf, {"seed": seed, "fast": cfg.fast, "labs": {**old_fps, **fps}, "shard": tag, "sandbox": sandbox}
+    )
+    if len(todo) < len(subs):
+        log.info(
+            "%d of %d submissions already in %s: skipped (--force regrades)",
+            len(subs) - len(todo),
+            len(subs),
+            out,
+        )
+
+    jobs: Queue = Queue()
+    for s in sorted(todo, key=lambda s: (not s.gradable, s.lab, s.student)):
+        jobs.put(s)
+    finished: Queue = Queue()
+    threads = [
+        threading.Thread(target=_slot, args=(run, jobs, finished, i, one_shot), daemon=True)
+        for i in range(max(1, min(cfg.workers, len(todo))))
+    ]
+    for t in threads:
+        t.start()
+    times: list[float] = []
+    bar = tqdm(total=len(todo), desc=f"autograde (seed {seed})", unit="nb", disable=not progress)
+    for _ in range(len(todo)):
+        o, _row = finished.get()
+        if o.status != "missing":
+            times.append(o.seconds)
+        mean = sum(times) / len(times) if times else 0.0
+        bar.set_postfix_str(f"{o.student}/{o.lab} {o.status} {o.seconds:.0f}s; mean {mean:.0f}s/nb")
+        bar.update()
+    bar.close()
+    for t in threads:
+        t.join()
+    export_nbgrader(gradebook, gradebook.parent / "grades_nbgrader.csv")
+    df = read_csv(out)
+    keys = {(s.student, s.lab) for s in subs}
+    df = df[[(s, lab) in keys for s, lab in zip(df["student"], df["lab"], strict=True)]].reset_index(
         drop=True
     )
+    summarize(cfg, df, out, progress=progress)
+    return df

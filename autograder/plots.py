@@ -1,12 +1,115 @@
-"""The score plot of ``make course`` (build/scores.png): per lab, each sample's points per exercise."""
+"""What the instructor reads at the end of a grading run: a summary table per lab and a score plot per lab.
+
+- ``<csv stem>.summary.md`` beside the CSV: per lab, students graded, mean/median score, status counts, and a
+  histogram per exercise (how many students earned 0, some, half or more, all of its auto points);
+- ``scores_<lab>.png`` beside the CSV: the distribution of total scores and the mean share per exercise;
+- ``build/scores.png`` (``make course``): per lab, each sample's points per exercise as stacked bars.
+"""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pandas as pd
 
-from autograder.grade import BASE_COLUMNS, TAIL_COLUMNS
+from autograder.config import CourseConfig
+from autograder.merge import BASE_COLUMNS, TAIL_COLUMNS
+
+log = logging.getLogger("autograder.summary")
+BINS = ("0", "<50%", "50-99%", "100%")
+
+
+def _exercise_max(cfg: CourseConfig, lab: str) -> dict[str, float]:
+    from autograder.rubrics import load_rubric
+
+    path = cfg.rubric / f"{lab}.yaml"
+    if not path.exists():
+        return {}
+    return {
+        ex.id: sum(c.points for c in ex.graded_cells if c.kind == "auto")
+        for ex in load_rubric(path).exercises
+        if any(c.kind == "auto" for c in ex.graded_cells)
+    }
+
+
+def lab_summary(cfg: CourseConfig, df: pd.DataFrame, lab: str) -> tuple[str, pd.DataFrame]:
+    """(headline, per-exercise histogram table) of one lab's rows."""
+    sub = df[df["lab"] == lab]
+    score = pd.to_numeric(sub["score"], errors="coerce").fillna(0.0)
+    statuses = ", ".join(f"{k} {v}" for k, v in sub["status"].value_counts().sort_index().items())
+    top = pd.to_numeric(sub["max_score"], errors="coerce").max()
+    head = (
+        f"{lab}: {len(sub)} submissions ({statuses}); score mean {score.mean():.1f}, "
+        f"median {score.median():.1f}, max {score.max():.1f} of {top:g}"
+    )
+    rows = []
+    for ex, full in _exercise_max(cfg, lab).items():
+        if ex not in sub.columns or full <= 0:
+            continue
+        frac = pd.to_numeric(sub[ex], errors="coerce").fillna(0.0) / full
+        rows.append(
+            {
+                "exercise": ex,
+                "auto points": full,
+                "mean": round(float(frac.mean() * full), 2),
+                BINS[0]: int((frac <= 0).sum()),
+                BINS[1]: int(((frac > 0) & (frac < 0.5)).sum()),
+                BINS[2]: int(((frac >= 0.5) & (frac < 1)).sum()),
+                BINS[3]: int((frac >= 1).sum()),
+            }
+        )
+    return head, pd.DataFrame(rows)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += [
+        "| " + " | ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in r) + " |" for r in df.values
+    ]
+    return "\n".join(lines)
+
+
+def plot_lab(cfg: CourseConfig, df: pd.DataFrame, lab: str, out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sub = df[df["lab"] == lab]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    a.hist(pd.to_numeric(sub["score"], errors="coerce").fillna(0.0), bins=range(0, 105, 5), color="tab:blue")
+    a.set(title=f"{lab}: total score ({len(sub)} submissions)", xlabel="points", ylabel="students")
+    _, table = lab_summary(cfg, df, lab)
+    if len(table):
+        share = table["mean"] / table["auto points"]
+        b.barh(table["exercise"], share, color="tab:green")
+        b.set_xlim(0, 1)
+        b.invert_yaxis()
+    b.set(title="mean share of each exercise's auto points", xlabel="share")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def summarize(
+    cfg: CourseConfig, df: pd.DataFrame, csv: Path, *, progress: bool = True, plots: bool = True
+) -> Path:
+    """Write the summary table (and a plot per lab) beside ``csv``; log it. Returns the summary file."""
+    parts = []
+    for lab in sorted(set(df["lab"])):
+        head, table = lab_summary(cfg, df, lab)
+        parts.append(f"## {head}\n\n" + (markdown_table(table) if len(table) else "(no rubric)") + "\n")
+        if plots and lab in cfg.lab_ids():
+            plot_lab(cfg, df, lab, csv.with_name(f"scores_{lab}.png"))
+    text = "# Grading summary\n\n" + "\n".join(parts)
+    path = csv.with_name(csv.stem + ".summary.md")
+    path.write_text(text, encoding="utf-8")
+    if progress:
+        log.info("summary (%s):\n%s", path, text)
+    return path
 
 
 def plot_scores(df: pd.DataFrame, out: Path, exercise_order: dict[str, list[str]]) -> Path:
@@ -44,7 +147,7 @@ def plot_scores(df: pd.DataFrame, out: Path, exercise_order: dict[str, list[str]
                     ax.text(
                         total + 1, name, "FAIL", va="center", color="crimson", fontsize=8, fontweight="bold"
                     )
-        ax.set_xlim(0, float(sub["max_score"].max() or 100) + 8)
+        ax.set_xlim(0, float(pd.to_numeric(sub["max_score"], errors="coerce").max() or 100) + 8)
         ax.invert_yaxis()
         ax.set_title(f"{lab}: auto-graded points per sample (manual points pending)")
         ax.set_xlabel("points")

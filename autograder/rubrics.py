@@ -25,6 +25,7 @@ class Exercise:
     title: str
     solution_cells: tuple[str, ...]
     graded_cells: tuple[GradedCell, ...]
+    stretch: bool = False  # optional exercise beyond the 90-minute core path (DESIGN.md, release conventions)
 
     @property
     def points(self) -> float:
@@ -87,9 +88,16 @@ def load_rubric(path: Path) -> Rubric:
                 raise ValueError(f"{where}: {ex['id']}/{c.get('grade_id')}: points must be >= 0, got {pts!r}")
             text = c.get("checks") if kind == "auto" else c.get("criteria")
             cells.append(GradedCell(str(c["grade_id"]), float(pts), kind, str(text or "")))
+        stretch = ex.get("stretch", False)
+        if not isinstance(stretch, bool):
+            raise ValueError(f"{where}: {ex['id']}: stretch must be true or false, got {stretch!r}")
         exercises.append(
             Exercise(
-                str(ex["id"]), str(ex.get("title", "")), tuple(ex.get("solution_cells") or ()), tuple(cells)
+                str(ex["id"]),
+                str(ex.get("title", "")),
+                tuple(ex.get("solution_cells") or ()),
+                tuple(cells),
+                stretch,
             )
         )
     submit_as = data.get("submit_as") or {}

@@ -1,25 +1,72 @@
-"""One submission, one process: nbgrader autograde + feedback for a single student x lab.
+"""The grading worker: nbgrader autograde + feedback through nbgrader's Python API, many submissions each.
 
-Started by :mod:`autograder.grade` in its own session (``start_new_session=True``) so that the parent can
-kill the
-whole tree on the wall-clock cap; nbgrader aborts a whole run on one bad notebook (measured), so one call
-grades one
-submission. Usage (internal)::
+Why a long-lived process: importing nbgrader and building its apps costs ~5 s (measured; more than a small
+lab's execution), and the old design paid it once per submission. One worker per ``--workers`` slot grades
+submission after submission; isolation stays per submission: each runs in its own kernel (its own sandbox when
+the grader has one), against its own copy of the gradebook, with its own process token. nbgrader aborts a
+whole run on one bad notebook (measured), so one Autograde call still grades exactly one submission.
 
-    python -m autograder.worker spec.json     # writes spec["result"] (JSON: success, log, error)
+Protocol (internal; :class:`WorkerClient` is the other end)::
+
+    python -m autograder.worker --serve      # stdin: one spec.json path per line; writes each spec["result"]
+    python -m autograder.worker spec.json    # one submission, then exit (the old path; kept for the bench)
+
+The parent never trusts the worker to survive: it polls for the result file (written atomically), notices a
+dead worker by its exit status, and kills the worker's tree on the per-submission cap.
 """
 
 from __future__ import annotations
 
+import html
+import inspect
 import json
+import logging
+import os
+import re
+import signal
+import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from autograder.config import CourseConfig
 
+log = logging.getLogger("autograder.worker")
+
+
+# ---- worker side -------------------------------------------------------------------------------------------
+def _config_kwargs(spec: dict) -> dict:
+    """The grading-contract arguments this checkout's nbgrader_config accepts (sandbox, evidence, seed)."""
+    from autograder.nbgrader_ext import nbgrader_config
+
+    params = inspect.signature(nbgrader_config).parameters
+    want = {k: spec.get(k) for k in ("evidence_dir", "reference_evidence", "seed", "show_hidden_source")}
+    if spec.get("sandbox"):
+        from autograder.sandbox import SandboxSpec
+
+        want["sandbox"] = SandboxSpec(**spec["sandbox"])
+    return {k: v for k, v in want.items() if k in params and v is not None}
+
+
+def exec_seconds(notebook: Path) -> float:
+    """Seconds the kernel spent executing cells (nbclient's per-cell timing metadata), 0 if unknown."""
+    import nbformat
+    from dateutil.parser import isoparse
+
+    if not notebook.exists():
+        return 0.0
+    total = 0.0
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        t = cell.get("metadata", {}).get("execution", {})
+        a, b = t.get("iopub.execute_input"), t.get("shell.execute_reply")
+        if a and b:
+            total += (isoparse(b) - isoparse(a)).total_seconds()
+    return total
+
 
 def run(spec: dict) -> dict:
+    """Autograde (and feedback) one submission as ``spec`` says; never raises."""
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.converters import Autograde, GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
@@ -28,16 +75,18 @@ def run(spec: dict) -> dict:
 
     cfg = CourseConfig(**spec["config"])
     student, lab, db = spec["student"], spec["lab"], Path(spec["db"])
-    c = nbgrader_config(cfg, db_path=db)
+    # The kernel inherits this process's environment: the submission's token (so every process it starts can
+    # be found and killed), fast mode and the grading seed. Set per submission, never at worker start.
+    os.environ.update(spec.get("env", {}))
+    out: dict = {"student": student, "lab": lab}
+    t0 = time.monotonic()
+    c = nbgrader_config(cfg, db_path=db, **_config_kwargs(spec))
     c.CourseDirectory.submitted_directory = spec["submitted"]  # absolute: <submissions>/<student>/<lab>/
-    # A previous grading of this student in the copied gradebook must not leak into this one.
-    with Gradebook(f"sqlite:///{db}") as gb:
+    with Gradebook(f"sqlite:///{db}") as gb:  # a previous grading of this student must not leak into this one
         try:
             gb.remove_submission(lab, student)
         except MissingEntry:
             pass
-    out: dict = {"student": student, "lab": lab}
-    t0 = time.monotonic()
     coursedir = CourseDirectory(config=c)
     coursedir.assignment_id, coursedir.student_id = lab, student
     app = Autograde(coursedir=coursedir, config=c)
@@ -45,6 +94,8 @@ def run(spec: dict) -> dict:
     res = capture(app)
     out.update(success=bool(res["success"]), log=res.get("log", ""), error=res.get("error", ""))
     out["autograde_s"] = time.monotonic() - t0
+    autograded = Path(cfg.nbgrader_root) / "autograded" / student / lab / f"{lab}.ipynb"
+    out["exec_s"] = exec_seconds(autograded) if out["success"] else 0.0
     if spec.get("feedback", True) and out["success"]:
         t1 = time.monotonic()
         fb = GenerateFeedback(coursedir=coursedir, config=c)
@@ -52,17 +103,194 @@ def run(spec: dict) -> dict:
         fres = capture(fb)
         out["feedback_ok"] = bool(fres["success"])
         out["feedback_log"] = "" if fres["success"] else fres.get("log", "") + fres.get("error", "")
+        html_path = Path(cfg.nbgrader_root) / "feedback" / student / lab / f"{lab}.html"
+        if fres["success"] and html_path.exists():
+            annotate_feedback(html_path, spec.get("titles", {}), _pending_manual(db, lab, student))
         out["feedback_s"] = time.monotonic() - t1
     return out
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[0]).read_text())
-    out = run(spec)
+def _pending_manual(db: Path, lab: str, student: str) -> set[str]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        nb = gb.find_submission_notebook(lab, lab, student)
+        return {g.name for g in nb.grades if g.needs_manual_grade}
+
+
+_TOC_ITEM = re.compile(
+    r'<li><a href="#(?P<gid>[^"]+)">(?P<label>[^<]*)</a> \(Score: (?P<s>[\d.]+) / (?P<m>[\d.]+)\)</li>'
+)
+
+
+def annotate_feedback(path: Path, titles: dict[str, str], pending: set[str]) -> None:
+    """Feedback HTML an instructor can hand out: the table of contents names each cell's exercise, and an
+    unmarked written answer says "pending manual grading" instead of a score of 0."""
+    text = path.read_text(encoding="utf-8")
+
+    def toc(m: re.Match) -> str:
+        gid = m.group("gid")
+        label = f"{m.group('label')} <code>{html.escape(gid)}</code>"
+        if titles.get(gid):
+            label = f"{html.escape(titles[gid])} &mdash; {label}"
+        score = (
+            f"pending manual grading, {float(m.group('m')):g} points"
+            if gid in pending
+            else f"Score: {m.group('s')} / {m.group('m')}"
+        )
+        return f'<li><a href="#{gid}">{label}</a> ({score})</li>'
+
+    text = _TOC_ITEM.sub(toc, text)
+    for gid in pending:  # the cell's own heading: 'Score: 0.0 / 4.0' -> 'pending manual grading (4 points)'
+        text = re.sub(
+            rf'(<a name="{re.escape(gid)}"></a>.*?)Score: [\d.]+ / ([\d.]+)',
+            lambda m: f"{m.group(1)}pending manual grading ({float(m.group(2)):g} points)",
+            text,
+            count=1,
+            flags=re.S,
+        )
+    if pending:
+        text = re.sub(
+            r"(<h4>.*?\(Score: [\d.]+ / [\d.]+)\)</h4>",
+            lambda m: f"{m.group(1)}; {len(pending)} written answer(s) pending manual grading)</h4>",
+            text,
+            count=1,
+            flags=re.S,
+        )
+    path.write_text(text, encoding="utf-8")
+
+
+def _write_result(spec: dict, out: dict) -> None:
     tmp = Path(spec["result"] + ".tmp")
     tmp.write_text(json.dumps(out))
     tmp.replace(spec["result"])  # atomic: the parent never reads half a result
+
+
+def _one(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    try:
+        out = run(spec)
+    except Exception:  # a grader bug or a broken gradebook copy: a result that says so, never a hang
+        out = {"success": False, "log": "", "error": traceback.format_exc()[-4000:]}
+    _write_result(spec, out)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this worker when the grader dies (Linux prctl): a killed grader leaves no worker grading on
+    for nobody; its kernel follows (ipykernel polls its parent, the sandbox dies with its parent)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the grader died before the prctl took effect
+        os._exit(1)
+
+
+def serve(stream=sys.stdin) -> int:  # noqa: ANN001 - a text stream
+    """Grade every spec path read from ``stream`` until EOF (the parent closing our stdin)."""
+    import nbgrader.converters  # noqa: F401 - imported once per worker: this is the start-up we amortize
+
+    _die_with_parent()
+
+    for line in stream:
+        if line.strip():
+            _one(line.strip())
     return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--serve"]:
+        return serve()
+    _one(argv[0])
+    return 0
+
+
+# ---- parent side -------------------------------------------------------------------------------------------
+def describe_exit(returncode: int, seconds: float) -> str:
+    """'killed by SIGKILL after 8 s' / 'exited with status 3 after 8 s'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name} after {seconds:.0f} s"
+    return f"exited with status {returncode} after {seconds:.0f} s"
+
+
+class WorkerClient:
+    """One grading slot: a long-lived worker process (restarted after a death or a timeout)."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, log_path: Path, *, one_shot: bool = False) -> None:
+        self.env, self.cwd, self.log_path, self.one_shot = env, cwd, log_path, one_shot
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self, spec_path: Path) -> subprocess.Popen:
+        args = [spec_path.as_posix()] if self.one_shot else ["--serve"]
+        logf = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.worker", *args],
+            cwd=self.cwd,
+            env=self.env,
+            stdin=subprocess.DEVNULL if self.one_shot else subprocess.PIPE,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the parent's Ctrl-C does not hit the kernels
+        )
+        logf.close()
+        return proc
+
+    def grade(self, spec_path: Path, result_path: Path, timeout: float, token: str) -> tuple[str, str, int]:
+        """Run one spec; returns (status, reason, leftovers killed). status: ok | timeout | error."""
+        from autograder.procs import kill_tree
+
+        t0 = time.monotonic()
+        if self.one_shot or self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start(spec_path)
+        if not self.one_shot:
+            try:
+                self.proc.stdin.write(f"{spec_path.as_posix()}\n".encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self.proc = self._start(spec_path)
+                self.proc.stdin.write(f"{spec_path.as_posix()}\n".encode())
+                self.proc.stdin.flush()
+        status, reason = "ok", ""
+        while not result_path.exists():
+            rc = self.proc.poll()
+            if rc is not None and not result_path.exists():
+                if self.one_shot and rc == 0:
+                    break
+                status = "error"
+                reason = f"grading worker {describe_exit(rc, time.monotonic() - t0)}"
+                break
+            if time.monotonic() - t0 > timeout:
+                status = "timeout"
+                reason = f"killed after the {timeout:.0f} s per-submission cap (whole process tree)"
+                kill_tree(self.proc.pid, token)
+                self.proc.wait()
+                break
+            time.sleep(0.05)
+        if self.one_shot and self.proc.poll() is None:
+            self.proc.wait(timeout=30)
+        leftovers = kill_tree(None, token)  # the kernel's ranks, daemons: anything carrying this token
+        return status, reason, leftovers
+
+    def close(self) -> None:
+        from autograder.procs import kill_tree
+
+        if self.proc is not None and self.proc.poll() is None:
+            if self.proc.stdin:
+                try:
+                    self.proc.stdin.close()  # EOF: the worker returns from serve()
+                except OSError:
+                    pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill_tree(self.proc.pid, None)
+                self.proc.wait()
 
 
 if __name__ == "__main__":
