@@ -80,11 +80,9 @@ class BucketedDDP(nn.Module):
 
     @contextmanager
     def no_sync(self):
-        """Gradient accumulation: inside, backward launches no collective."""
-        ### BEGIN SOLUTION
+        """Gradient accumulation: inside, backward launches no collective (your hook reads ``self._sync``)."""
         previous, self._sync = self._sync, False
         try:
             yield
         finally:
             self._sync = previous
-        ### END SOLUTION
