@@ -23,7 +23,8 @@ from autograder.source import BEGIN_HIDDEN, nbgrader_meta, read_source
 pytestmark = pytest.mark.skipif(not LABS, reason="no lab sources under solutions/ yet")
 LAB_ONLY = [lab for lab in LABS if lab != "homework"]  # the homework is a package: its budget is its own
 WRITTEN = re.compile(r"^\*\*Written \((\d+(?:\.\d+)?) points?\)\.\*\*")
-HEADING = re.compile(r"^#{2,3} (Exercise|Stretch) \S+ *[—-] .*\((\d+(?:\.\d+)?(?: *\+ *\d+(?:\.\d+)?)*) points?, ~\d+ min")
+POINTS = r"\d+(?:\.\d+)?(?: *\+ *\d+(?:\.\d+)?)*"  # "12 points" or "12 + 8 points"
+HEADING = re.compile(rf"^#{{2,3}} (Exercise|Stretch) \S+ *[—-] .*\(({POINTS}) points?, ~\d+ min")
 HINT_CALL = re.compile(r"(^|[^\w.])hint\(")
 MAX_CORE_EXERCISES, MAX_STRETCH_POINTS, MAX_STUDENT_LINES = 5, 15, 130
 
