@@ -141,6 +141,18 @@ def test_hints_three_per_item_and_no_solution_lines_in_stages_1_2():
             assert not leaked, f"{hid}: stage 1-2 hint contains reference lines {leaked[:3]}"
 
 
+def test_every_auto_item_has_a_mutant():
+    rubric = yaml.safe_load((ROOT / "autograder/rubric/homework.yaml").read_text())
+    auto = {ex["id"] for ex in rubric["exercises"] if any(c["kind"] == "auto" for c in ex["graded_cells"])}
+    covered = {
+        ln.split(":", 1)[1].strip()
+        for m in MUTANTS
+        for ln in m.read_text().splitlines()[:3]
+        if ln.startswith("# exercise:")
+    }
+    assert auto <= covered, f"auto-graded items without a mutant: {sorted(auto - covered)}"
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
 def test_mutant_header_and_application(mutant, tmp_path):
     from course_dist.labkit.homework import apply_mutant
@@ -150,6 +162,11 @@ def test_mutant_header_and_application(mutant, tmp_path):
         for ln in mutant.read_text().splitlines()[:4]
     }
     assert head["mutant"] == mutant.stem and head["exercise"] in _rubric_ids(), head
+    if not head["replaces"].split()[0].endswith(".py"):  # a notebook-cell mutant (the card)
+        from autograder.source import read_source, solution_cells
+
+        assert head["replaces"] in solution_cells(read_source(REF_DIR / "homework.py")), head
+        return
     pkg = apply_mutant(mutant, REF_DIR / "fttrainer", tmp_path)
     r = subprocess.run(
         [sys.executable, "-c", "import fttrainer, sys; print(fttrainer.__file__)"],

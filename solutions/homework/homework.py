@@ -10,6 +10,7 @@
 #     name: python3
 # ---
 
+
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "intro"}
 # # Homework - a fault-tolerant distributed trainer
 #
@@ -18,35 +19,39 @@
 # `course_dist.launch` in a notebook), that scales when the workload allows it and loses at most the work since its
 # last checkpoint when a rank dies, is preempted, or comes back on a different number of ranks.
 #
-# **What you edit:** the package in `homework/` (next to this notebook's folder). Every function that raises
-# `NotImplementedError("homework task <id>: ...")` is yours; the task id is the rubric item it is graded under.
-# This notebook runs the package and grades it with real `torchrun` jobs and real faults (SIGKILL, SIGTERM, a
-# straggler, a crash in the middle of a checkpoint write). Run your package by hand first:
+# **What you edit:** the package in `homework/` (beside this notebook). Every function that raises
+# `NotImplementedError("homework task <id>: ...")` is yours; the task id is the exercise it is graded under. The
+# trainer is split into parts you can test one at a time (`trainer.resume`, `trainer.train_loop`, `trainer.save`,
+# `trainer.metrics_row`; `setup`, `finish` and `train` are given). Each test cell below runs the drill it grades -
+# real `torchrun` jobs, real SIGKILL / SIGTERM, a slowed rank, a crash in the middle of a checkpoint write - so
+# you can run it yourself as often as you like; the grader runs the same drills with other seeded choices (which
+# rank, which step). Run your package by hand too:
 #
 # ```bash
+# python -m homework.train --help
 # python -m homework.train --run-dir runs/demo --epochs 1                      # one process
 # torchrun --standalone --nproc-per-node 2 --max-restarts 3 -m homework.train --run-dir runs/demo2
 # COURSE_FAULTS=kill:1@5 torchrun --standalone --nproc-per-node 2 --max-restarts 3 -m homework.train --run-dir runs/k
 # ```
 #
-# | task id | what | where |
+# | exercise | what | where |
 # |---|---|---|
-# | `ddp` | global batch = micro x accum x world, DDP + `no_sync` accumulation, LR schedule | `sampler.grad_accum_steps`, `ddp.py` |
-# | `sampler` | each epoch's global order, split across ranks and micro-batches, `set_epoch` | `sampler.ElasticSampler` |
-# | `state` | everything a bit-exact resume needs, RNGs per rank | `state.py` |
-# | `atomic` | temp dir, fsync, manifest with checksums last, rename, `latest`, keep last K | `checkpoint.py` |
-# | `recovery` | restart-safe process group, the training loop, SIGTERM, dataset contract | `distributed.py`, `trainer.py`, `data.check_dataset` |
-# | `elastic` | resume the sample stream at any world size, exactly once | `ElasticSampler.state_dict/load_state_dict` |
-# | `metrics` | per-rank compute/wait/samples/s/loss logs, straggler report | `trainer.py`, `metrics.straggler_report` |
-# | `scaling` | world 1, 2, 4: throughput, efficiency, cost per sample | `scaling.run_scaling` |
-# | `card` | your solution card and its justification | this notebook |
+# | 1 `ddp` | global batch = micro x accum x world, DDP + `no_sync` accumulation, LR schedule | `sampler.grad_accum_steps`, `ddp.py` |
+# | 2 `sampler` | each epoch's global order, split across ranks and micro-batches | `sampler.ElasticSampler` |
+# | 3 `state` | everything a bit-exact resume needs, RNGs per rank | `state.py` |
+# | 4 `atomic` | two-phase publication: every rank's file and digest, manifest last, rename, `latest`, keep last K | `checkpoint.py`, `trainer.save` |
+# | 5 `recovery` | restart-safe group, resume chosen by rank 0, the loop, SIGTERM, data and config contracts | `distributed.py`, `trainer.resume/train_loop`, `config.check_resume_config`, `data.check_dataset` |
+# | 6 `elastic` | resume the sample stream at any world size, exactly once | `ElasticSampler.state_dict/load_state_dict` |
+# | 7 `metrics` | per-rank compute / wait / samples/s / loss, the straggler report | `trainer.metrics_row`, `metrics.straggler_report` |
+# | 8 `scaling` | world 1, 2 (4): throughput, efficiency, cost per sample | `scaling.run_scaling` |
+# | 9 `card` | your solution card and its justification | this notebook |
 #
-# Hints: `from course_dist import hint; hint("homework.ddp")` (then stage 2, 3).
+# Stuck? `hint("homework.ddp")` in a scratch cell shows the first of three hints (`hint("homework.ddp", 2)`, then 3);
+# the same for every exercise id.
 
 # %% nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "setup"}
 import atexit
 import json
-import os
 import random
 import shutil
 import signal
@@ -58,13 +63,19 @@ import torch
 from IPython.display import display
 
 import course_dist
+from course_dist import hint  # noqa: F401 - for your scratch cells: hint("homework.ddp")
+from course_dist.evidence import grading_seed
 from course_dist.labkit import homework as kit
 
-hw = kit.package()  # the adapter: HW_PACKAGE (default "homework", the reference is "fttrainer")
+hw = kit.package()  # the adapter: HW_PACKAGE (default "homework"; the grader submits the reference the same way)
 FAST = course_dist.fast_mode()
 WORK = Path(tempfile.mkdtemp(prefix="homework-"))
 atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # removed when the kernel shuts down
-SEED = 20260  # the drills' random choices (kill step, straggler rank) are seeded
+DRILL = random.Random(20260 + grading_seed())  # which rank / which step the drills hit (the grader draws others)
+MAX_RESTARTS = 3
+SGD = dict(optimizer="sgd", lr=0.1)  # plain SGD: a gradient scaled by mistake shows in the parameters
+REC = dict(SGD, data_size=64, epochs=24, ckpt_every=4)  # one step per epoch: every resume starts an epoch
+DROP = dict(dropout=0.3, epochs=2, ckpt_every=4)  # dropout: the run depends on every rank's RNG
 print(f"grading package {hw.__name__!r} from {kit.package_root(hw)}; fast mode: {FAST}; runs in {WORK}")
 
 
@@ -78,16 +89,32 @@ def raises(exc: type, match: str, fn, *args, **kwargs) -> str:
     raise AssertionError(f"{getattr(fn, '__name__', fn)}{args} did not raise {exc.__name__}")
 
 
-_runs: dict[str, tuple] = {}
+_runs: dict[str, Path] = {}
 
 
-def run(name: str, nproc: int = 1, **overrides):
+def run(name: str, nproc: int = 1, **overrides) -> Path:
     """A trainer run on the small drill workload, cached by name (several checks reuse one uninterrupted run)."""
     if name not in _runs:
-        run_dir = WORK / name
-        result = kit.run_trainer(hw, run_dir, kit.cli(**overrides), nproc=nproc, timeout=300)
-        _runs[name] = (run_dir, result.check())
-    return _runs[name][0]
+        kit.run_trainer(hw, WORK / name, kit.cli(**overrides), nproc=nproc, timeout=300).check()
+        _runs[name] = WORK / name
+    return _runs[name]
+
+
+def step_losses(run_dir: Path) -> list[float]:
+    """Per step, the mean over ranks of the logged loss (= the loss of the global batch)."""
+    m = hw.load_metrics(run_dir)
+    return m.groupby("step")["loss"].mean().tolist()
+
+
+def lr_curve(warmup: int, total: int, lr: float = 0.1) -> list[float]:
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    sched = hw.make_scheduler(opt, hw.TrainConfig(warmup_steps=warmup, lr=lr), total_steps=total)
+    out = []
+    for _ in range(total):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return out
 
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "launch_md"}
@@ -105,92 +132,140 @@ if not FAST:
         print(f"notebook launch failed: {type(e).__name__}: {str(e)[:300]}")
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "ddp_md"}
-# ## 1. DDP with a fixed global batch (`ddp`)
+# ## Exercise 1 — DDP with a fixed global batch (14 points, ~60 min)
 # The global batch is part of the optimisation problem: `global_batch = micro_batch x accum x world_size` whatever
-# the world size, and a global batch that does not divide is a `ValueError` naming the numbers. Wrap the model in
-# `DistributedDataParallel` (gloo on CPU, NCCL on GPUs), accumulate with `no_sync()` so that only the last
-# micro-batch's backward all-reduces, and warm up then decay the learning rate.
+# the world size; `grad_accum_steps` raises a `ValueError` naming the three numbers when it does not divide.
+# `wrap_model` wraps in `DistributedDataParallel` (gloo on CPU, NCCL on GPUs) when `world_size > 1` and registers
+# no communication hook of its own (the check registers one to count all-reduces). `train_step` runs all
+# micro-batches but the last inside `model.no_sync()` (forward and backward), divides each micro-batch loss by
+# `accum`, so that exactly **one** gradient all-reduce happens per optimizer step and the gradient is the mean over
+# the global batch; it measures `wait_s` as the time from this rank's last gradient being ready to the end of the
+# synchronised backward (use the given `ddp._GradClock`) and calls `probe` after the optimizer step.
+# `make_scheduler` warms up linearly for `warmup_steps`, then decays (cosine) to 10% of `lr`.
 #
-# The check: the same 24-step run at world 1 (accumulating 4 micro-batches) and world 2 (2 each) must end with the
-# same parameters up to float summation order (`rtol=1e-4, atol=1e-5`; they are not bitwise equal: a different order of
-# additions).
+# The checks, on plain SGD (whose update is `-lr x gradient`, so any gradient scale shows): at world 2 your
+# `train_step` against torch's own one-process SGD on the whole global batch (per-step losses, parameters, one
+# all-reduce per step); then a 24-step trainer run at world 1 (accumulating 4 micro-batches) and at world 2 (2 each)
+# must log the same per-step losses and end with the same parameters up to float summation order
+# (`rtol=1e-4, atol=1e-5`).
 
 # %% nbgrader={"grade": true, "grade_id": "ddp_tests", "locked": true, "points": 14, "schema_version": 3, "solution": false}
 assert hw.grad_accum_steps(64, 16, 2) == 2 and hw.grad_accum_steps(64, 16, 1) == 4
 raises(ValueError, "48", hw.grad_accum_steps, 48, 16, 2)
-### BEGIN HIDDEN TESTS
-raises(ValueError, "divisible", hw.grad_accum_steps, 64, 16, 3)
-assert hw.grad_accum_steps(512, 128, 4) == 1
-_cfg = hw.TrainConfig(warmup_steps=4, lr=0.1)
-_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=_cfg.lr)
-_sched = hw.make_scheduler(_opt, _cfg, total_steps=20)
-_lrs = []
-for _ in range(20):
-    _lrs.append(_opt.param_groups[0]["lr"])
-    _opt.step()
-    _sched.step()
-assert _lrs[0] < _lrs[1] < _lrs[3] <= 0.1 + 1e-12, f"no linear warm-up: {_lrs[:5]}"
-assert _lrs[-1] < _lrs[5] and all(a >= b - 1e-12 for a, b in zip(_lrs[4:], _lrs[5:], strict=False)), f"no decay: {_lrs}"
-w1 = run("w1_e3", nproc=1, ckpt_every=8, epochs=3)
-w2 = run("w2_e3", nproc=2, ckpt_every=8, epochs=3)
+lrs = lr_curve(warmup=4, total=20)
+assert lrs[0] < lrs[1] < lrs[3] <= 0.1 + 1e-12, f"no linear warm-up to lr=0.1 over 4 steps: {lrs[:5]}"
+assert lrs[-1] < lrs[5] and all(a >= b - 1e-12 for a, b in zip(lrs[4:], lrs[5:], strict=False)), f"no monotone decay: {lrs}"
+assert abs(lrs[-1] - 0.01) < 0.005, f"the decay should end near 10% of lr (0.01), ends at {lrs[-1]}"
+ddp = kit.ddp_check(hw, micro=8, accum=2, steps=3)
+assert ddp["allreduces_per_step"] == [1.0] * 3, (
+    f"gradient all-reduces per optimizer step (in units of one synchronised backward): {ddp['allreduces_per_step']},"
+    " expected 1 each: the first accum-1 micro-batches must run inside model.no_sync()")
+for s, (got, want) in enumerate(zip(ddp["losses"], ddp["oracle_losses"], strict=False)):
+    assert abs(got - want) <= 1e-5 * abs(want), f"step {s}: world-2 loss {got}, torch one-process SGD {want}"
+assert ddp["max_param_diff"] < 1e-5, (
+    f"parameters after 3 SGD steps differ from torch's one-process SGD by {ddp['max_param_diff']:.3g} "
+    "(loss not divided by accum? gradients not averaged over ranks?)")
+w1 = run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8)
+w2 = run("w2_sgd", nproc=2, **SGD, epochs=3, ckpt_every=8)
+l1, l2 = step_losses(w1), step_losses(w2)
+assert len(l1) == len(l2) == 24, f"expected 24 logged steps at world 1 and 2, got {len(l1)} and {len(l2)}"
+for s, (a, b) in enumerate(zip(l1, l2, strict=False), start=1):
+    assert abs(a - b) <= 1e-4 * abs(a) + 1e-5, f"step {s}: world-1 loss {a}, world-2 mean loss {b}"
 p1, p2 = kit.final_params(w1), kit.final_params(w2)
-p0 = hw.build_model(hw.TrainConfig(**{k: v for k, v in kit.SMALL.items() if k in ("in_dim", "hidden", "depth")}))
-assert any(not torch.equal(p0.state_dict()[k], p1[k]) for k in p1), "world-1 run did not change the parameters"
 for k in p1:
     assert torch.allclose(p1[k], p2[k], rtol=1e-4, atol=1e-5), (
-        f"{k}: world 2 differs from world 1 at the same global batch, max |diff| "
-        f"{(p1[k] - p2[k]).abs().max().item():.3g} (gradients not averaged over the global batch?)")
-assert kit.final(w2)["world_size"] == 2 and kit.final(w1)["step"] == kit.final(w2)["step"] == 24
+        f"{k}: world 2 differs from world 1 at the same global batch, max |diff| {(p1[k] - p2[k]).abs().max():.3g}")
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("ddp_tests")
+rng = random.Random(grading_seed())
+cases = [(64, 16, 2), (64, 16, 1), (512, 128, 4)] + [
+    (mb * a * w, mb, w) for mb, a, w in ((rng.choice([4, 8, 16]), rng.randint(1, 4), rng.randint(1, 4)),)]
+for gb, mb, w in cases:
+    ev.equal(f"grad_accum_steps({gb}, {mb}, {w})", hw.grad_accum_steps(gb, mb, w))
+for gb, mb, w in [(48, 16, 2), (64, 16, 3), (rng.choice([40, 72, 100]), 16, 2)]:
+    try:
+        hw.grad_accum_steps(gb, mb, w)
+        ev.equal(f"grad_accum_steps({gb}, {mb}, {w}) raises naming {gb}", False)
+    except ValueError as e:
+        ev.equal(f"grad_accum_steps({gb}, {mb}, {w}) raises naming {gb}", str(gb) in str(e))
+warm, total = rng.randint(1, 6), rng.randint(12, 30)
+ev.close(f"lr curve warmup={warm} total={total}", lr_curve(warm, total), rtol=1e-6, atol=1e-9)
+ev.close("lr curve warmup=4 total=20", lrs, rtol=1e-6, atol=1e-9)
+for label, res in [("accum 2", ddp), (f"accum {(a := rng.choice([1, 3]))}", kit.ddp_check(hw, micro=8, accum=a, steps=2))]:
+    ev.equal(f"ddp {label}: all-reduces per step", res["allreduces_per_step"])
+    ev.close(f"ddp {label}: per-step losses", res["losses"], rtol=1e-5)
+    ev.close(f"ddp {label}: parameters", res["params"], rtol=1e-4, atol=1e-6)
+ev.close("trainer world 1: per-step losses", l1, rtol=1e-4, atol=1e-5)
+ev.close("trainer world 2: per-step losses", l2, rtol=1e-4, atol=1e-5)
+ev.close("trainer world 2: final parameters", kit.fingerprint(p2), rtol=1e-3, atol=1e-5)
+ev.equal("trainer world 2 summary", {k: kit.final(w2)[k] for k in ("step", "world_size", "stopped")})
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "sampler_md"}
-# ## 2. The sampler (`sampler`)
+# ## Exercise 2 — The sampler (12 points, ~25 min)
 # An epoch's global order is `torch.randperm(size, generator=torch.Generator().manual_seed(seed + epoch))` - the
 # same on every rank and at every world size; `set_epoch(e)` selects it. Global step `s` trains on
 # `order[s*G:(s+1)*G]` (`G` = global batch); rank `r` takes the `r`-th contiguous `G/world` share, cut into `accum`
-# micro-batches of `micro_batch`. The tail that does not fill a global batch is dropped.
+# micro-batches of `micro_batch`. The tail that does not fill a global batch is dropped; `len(sampler)` is the number
+# of steps left in the epoch.
 
 # %% nbgrader={"grade": true, "grade_id": "sampler_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
-_s = hw.ElasticSampler(size=256, global_batch=32, micro_batch=8, world_size=2, rank=1, seed=3)
-_s.set_epoch(0)
-_steps = list(_s)
-assert len(_steps) == 8 and all(len(mbs) == 2 and all(len(mb) == 8 for mb in mbs) for mbs in _steps), _steps[:1]
-### BEGIN HIDDEN TESTS
-def _epoch(size, gb, mb, world, seed, epoch):
-    """steps[s][r] = the flat list of indices rank r trains on at step s."""
+def epoch_steps(size, gb, mb, world, seed, epoch):
+    """steps[s][r] = the flat list of indices rank r trains on at step s (also checks each rank's len and shapes)."""
     per_rank = []
     for r in range(world):
         s = hw.ElasticSampler(size=size, global_batch=gb, micro_batch=mb, world_size=world, rank=r, seed=seed)
         s.set_epoch(epoch)
-        assert len(s) == size // gb, f"len(sampler)={len(s)}, expected {size // gb} steps"
-        per_rank.append([[i for m in mbs for i in m] for mbs in s])
+        assert len(s) == size // gb, f"size={size} G={gb}: len(sampler)={len(s)}, expected {size // gb} steps"
+        steps = list(s)
+        accum = gb // (mb * world)
+        assert all(len(m) == accum and all(len(x) == mb for x in m) for m in steps), (
+            f"world {world} rank {r}: each step must be {accum} micro-batches of {mb}, got {[len(x) for x in steps[0]]}")
+        per_rank.append([[i for m in mbs for i in m] for mbs in steps])
     return [list(step) for step in zip(*per_rank, strict=True)]
 
-for size, gb, mb, seed, epoch in [(256, 32, 8, 3, 0), (300, 48, 4, 0, 2), (1000, 64, 16, 7, 5)]:
+
+def check_order(size, gb, mb, world, seed, epoch):
     order = torch.randperm(size, generator=torch.Generator().manual_seed(seed + epoch)).tolist()
-    for world in (1, 2, 4):
-        if gb % (mb * world):
-            continue
-        steps = _epoch(size, gb, mb, world, seed, epoch)
-        assert len(steps) == size // gb
-        for s, ranks in enumerate(steps):
-            flat = [i for r in ranks for i in r]
-            assert flat == order[s * gb:(s + 1) * gb], (
-                f"world {world} step {s}: ranks train on {flat[:6]}..., expected order[{s * gb}:{(s + 1) * gb}] = "
-                f"{order[s * gb:s * gb + 6]}... (size={size}, seed={seed}, epoch={epoch})")
-a = _epoch(256, 32, 8, 2, 3, 0)
-b = _epoch(256, 32, 8, 2, 3, 1)
+    steps = epoch_steps(size, gb, mb, world, seed, epoch)
+    assert len(steps) == size // gb, f"{len(steps)} steps, expected {size // gb}"
+    for s, ranks in enumerate(steps):
+        flat = [i for r in ranks for i in r]
+        assert flat == order[s * gb:(s + 1) * gb], (
+            f"size={size} G={gb} world={world} seed={seed} epoch={epoch} step {s}: ranks train on {flat[:6]}..., "
+            f"expected order[{s * gb}:{(s + 1) * gb}] = {order[s * gb:s * gb + 6]}...")
+    return steps
+
+
+check_order(300, 48, 4, 2, 0, 2)  # a dropped tail (300 = 6 x 48 + 12), world 2, epoch 2
+a, b = epoch_steps(256, 32, 8, 2, 3, 0), epoch_steps(256, 32, 8, 2, 3, 1)
 assert a != b, "epoch 0 and epoch 1 train on the same order: set_epoch does not reach the shuffle"
-c = _epoch(256, 32, 8, 2, 3, 1)
-assert b == c, "the same epoch gave two different orders"
+assert b == epoch_steps(256, 32, 8, 2, 3, 1), "the same epoch gave two different orders"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("sampler_tests")
+rng = random.Random(grading_seed())
+combos = [(300, 48, 4, 2, 0, 2), (256, 32, 8, 4, 3, 0), (1000, 64, 16, 1, 7, 5)]
+for _ in range(4):
+    mb, world, accum = rng.choice([2, 4, 8]), rng.choice([1, 2, 4]), rng.randint(1, 3)
+    gb = mb * world * accum
+    combos.append((gb * rng.randint(2, 6) + rng.randint(0, gb - 1), gb, mb, world, rng.randint(0, 99), rng.randint(0, 9)))
+for c in combos:
+    ev.equal(f"epoch steps size,G,mb,world,seed,epoch={c}", epoch_steps(*c))
+ev.equal("epoch 0 != epoch 1", a != b)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "state_md"}
-# ## 3. Complete state (`state`)
-# `capture_state` returns `(shared, local)`: shared = model, optimizer, scheduler, sampler position, step, epoch,
-# config (dict), dataset metadata (dict), world size; local = this rank's RNG states (torch, CUDA, Python, NumPy).
-# `restore_state` puts them back. The check: a run with dropout stopped at the end of epoch 1 and resumed must end
-# **bitwise** equal to the uninterrupted run.
+# ## Exercise 3 — Complete state (12 points, ~40 min)
+# `capture_state` returns `(shared, local)`: shared = model (unwrapped), optimizer, scheduler, sampler position,
+# step, epoch, config (dict), dataset metadata (dict), world size; local = **this rank's own** RNG states (torch,
+# CUDA, Python, NumPy) - each rank draws its own dropout masks, so rank 1 resumed with rank 0's generator would
+# diverge. `restore_state` puts them back (a rank of the saved world without its local state is a `ValueError`).
+# The check: a world-2 run with dropout, stopped at step 8 and resumed, must end **bitwise** equal to the
+# uninterrupted world-2 run.
 
 # %% nbgrader={"grade": true, "grade_id": "state_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
 _cfg = hw.TrainConfig(**{**kit.SMALL, "dropout": 0.3})
@@ -200,242 +275,353 @@ _opt = torch.optim.AdamW(_model.parameters(), lr=0.01)
 _sched = hw.make_scheduler(_opt, _cfg, total_steps=16)
 _smp = hw.ElasticSampler(len(_data), _cfg.global_batch, _cfg.micro_batch, 1, 0, seed=0)
 shared, local = hw.capture_state(_model, _opt, _sched, _smp, 5, 0, _cfg, _data.meta, 1)
-for key in ("model", "optimizer", "scheduler", "sampler", "step", "epoch", "config", "dataset"):
+for key in ("model", "optimizer", "scheduler", "sampler", "step", "epoch", "config", "dataset", "world_size"):
     assert key in shared, f"shared state lacks {key!r}: has {sorted(shared)}"
-### BEGIN HIDDEN TESTS
-assert shared["dataset"]["version"] == "v1" and shared["config"]["dropout"] == 0.3
-shared, local = hw.capture_state(_model, _opt, _sched, _smp, 5, 0, _cfg, _data.meta, 1)
+assert shared["dataset"]["version"] == "v1" and shared["config"]["dropout"] == 0.3, (shared["dataset"], shared["config"])
 _expect = (torch.rand(3), random.random())
 torch.manual_seed(999)
 random.seed(999)
-hw.restore_state(shared, local, hw.build_model(_cfg), torch.optim.AdamW(_model.parameters(), lr=0.01),
-                 hw.make_scheduler(_opt, _cfg, total_steps=16), _smp)
+hw.restore_state(shared, local, hw.build_model(_cfg), _opt, _sched, _smp)
 _got = (torch.rand(3), random.random())
 assert torch.equal(_expect[0], _got[0]) and _expect[1] == _got[1], (
     f"RNG not restored: after restore torch.rand gives {_got[0].tolist()}, expected {_expect[0].tolist()}")
-full = run("w1_dropout", nproc=1, dropout=0.3, ckpt_every=8)
-part = WORK / "w1_dropout_resumed"
-kit.run_trainer(hw, part, kit.cli(dropout=0.3, ckpt_every=8, max_steps=8)).check()
+raises(ValueError, "rank", hw.restore_state, shared, None, hw.build_model(_cfg), _opt, _sched, _smp)
+full = run("w2_drop", nproc=2, **DROP)
+part = WORK / "w2_drop_resumed"
+kit.run_trainer(hw, part, kit.cli(**DROP, max_steps=8), nproc=2).check()
 assert 8 in kit.checkpoint_steps(part), f"no checkpoint at step 8: {kit.checkpoint_steps(part)}"
-kit.run_trainer(hw, part, kit.cli(dropout=0.3, ckpt_every=8)).check()
-assert kit.final(part)["resumed_from"] == 8
+kit.run_trainer(hw, part, kit.cli(**DROP), nproc=2).check()
+assert kit.final(part)["resumed_from"] == 8, kit.final(part)
 diff = kit.bitwise_equal(kit.final_params(full), kit.final_params(part))
-assert not diff, f"resumed run (dropout 0.3) differs from the uninterrupted one in {diff}: state incomplete"
+assert not diff, f"world-2 run with dropout 0.3 resumed at step 8 differs from the uninterrupted one in {diff}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("state_tests")
+ev.equal("shared keys present", sorted(k for k in ("model", "optimizer", "scheduler", "sampler", "step", "epoch",
+                                                   "config", "dataset", "world_size") if k in shared))
+ev.equal("rng restored", bool(torch.equal(_expect[0], _got[0]) and _expect[1] == _got[1]))
+ev.equal("resumed_from", kit.final(part)["resumed_from"])
+ev.rule("world 2 dropout: resumed vs uninterrupted",
+        {"base": kit.fingerprint(kit.final_params(full)), "other": kit.fingerprint(kit.final_params(part))},
+        rule="homework.bitwise_pair", rtol=1e-3, atol=1e-5)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "atomic_md"}
-# ## 4. Atomic checkpoints (`atomic`)
-# `<run_dir>/ckpt/step-00000040/` must be complete the moment it exists under that name: write into a temporary
-# folder, fsync, write `manifest.json` (sha256 + size of every file) **last**, rename, then move `latest`. Write each
-# file with `torch.save` of a dict that has a `"step"` key. `latest_checkpoint` returns the newest folder whose
-# manifest verifies; keep the newest `keep_last`. The drill SIGKILLs the trainer right after the first file of a
-# checkpoint is written.
+# ## Exercise 4 — Atomic, two-phase checkpoints (12 points, ~50 min)
+# `<run_dir>/ckpt/step-00000040/` must be complete the moment it exists under that name. `save_checkpoint` (every
+# rank calls it): rank 0 creates `.tmp-step-N/`; each rank writes its `rank-<r:05d>.pt` (rank 0 also `shared.pt`),
+# fsyncs and **reports** `{file: {"sha256", "bytes"}}`; the reports are gathered (`gather`, an all-gather; `None`
+# in one process); rank 0 refuses unless `shared.pt` and all `world_size` rank files were reported, writes
+# `manifest.json` (`step`, `world_size`, `files`) **last**, renames, moves `latest`, and prunes **complete**
+# checkpoints **older** than the one just written down to `keep_last`. `checkpoint_problem` / `verify_checkpoint`
+# accept a folder only when its manifest names every rank file of its world size and every size and sha256 match;
+# `latest_checkpoint` returns the newest such folder; `load_checkpoint` loads onto the CPU and refuses a missing
+# rank file of the saved world. `trainer.save` publishes the trainer's state this way.
+#
+# The checks: keep-last and corruption in one process; a world-2 save (each rank's file in the manifest) and a copy
+# with rank 1's file gone (never verified, chosen or loaded); a trainer SIGKILLed right after the first file of the
+# step-16 checkpoint is written (`torch.save` of a dict with a `"step"` key) resumes from step 8, bitwise.
 
 # %% nbgrader={"grade": true, "grade_id": "atomic_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
 _root = WORK / "atomic_unit"
 for _step in (1, 2, 3):
     hw.save_checkpoint(_root, _step, {"step": _step, "x": torch.arange(_step)}, {"step": _step}, 0, 1, keep_last=2)
 assert [p.name for p in sorted(_root.glob("step-*"))] == ["step-00000002", "step-00000003"], list(_root.iterdir())
-assert hw.latest_checkpoint(_root).name == "step-00000003"
-### BEGIN HIDDEN TESTS
-assert all(hw.verify_checkpoint(p) for p in _root.glob("step-*"))
+assert hw.latest_checkpoint(_root).name == "step-00000003" and (_root / "latest").read_text() == "step-00000003"
 _victim = _root / "step-00000003" / "shared.pt"
 _b = bytearray(_victim.read_bytes())
 _b[len(_b) // 2] ^= 0xFF
 _victim.write_bytes(bytes(_b))
 assert not hw.verify_checkpoint(_root / "step-00000003"), "a flipped byte still verifies: no checksums?"
 assert hw.latest_checkpoint(_root).name == "step-00000002", "latest_checkpoint returned a corrupt checkpoint"
+two = kit.two_phase_check(hw, WORK / "two_phase")
+assert two["same_path_on_both"] and two["verifies"], two
+assert two["manifest_world_size"] == 2 and two["manifest_files"] == ["rank-00000.pt", "rank-00001.pt", "shared.pt"], two
+assert two["each_rank_loads_its_own"] == [0, 1], f"load_checkpoint(path, r) must return rank r's own state: {two}"
+assert not two["torn_verifies"], f"a world-2 checkpoint without rank 1's file verifies: {two}"
+assert two["latest_with_torn"] == two["published"], f"latest_checkpoint chose the torn checkpoint: {two}"
+assert not two["torn_loads_for_rank1"], f"load_checkpoint gave rank 1 a checkpoint without its file: {two}"
 crash = WORK / "crash"
-_args = kit.cli(ckpt_every=8, epochs=3)
-r = kit.crash_in_save(hw, crash, _args, step=16, nth=1)
+_args = kit.cli(**SGD, epochs=3, ckpt_every=8)
+r = kit.crash_in_save(hw, crash, _args, step=16, nth=2)
 assert r.returncode == -signal.SIGKILL, f"the crash drill did not die in the save (exit {r.returncode}):\n{r.output[-2000:]}"
 for p in (crash / "ckpt").glob("step-*"):
     assert hw.verify_checkpoint(p), f"{p.name} exists under its final name but is incomplete: the save is not atomic"
 assert hw.latest_checkpoint(crash / "ckpt").name == "step-00000008", kit.checkpoint_steps(crash)
 kit.run_trainer(hw, crash, _args).check()
-assert kit.final(crash)["resumed_from"] == 8
-diff = kit.bitwise_equal(kit.final_params(crash), kit.final_params(run("w1_e3", nproc=1, ckpt_every=8, epochs=3)))
+assert kit.final(crash)["resumed_from"] == 8, kit.final(crash)
+diff = kit.bitwise_equal(kit.final_params(crash), kit.final_params(run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8)))
 assert not diff, f"after the crash and resume the parameters differ in {diff}"
 assert len(kit.checkpoint_steps(crash)) <= kit.SMALL["keep_last"], kit.checkpoint_steps(crash)
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("atomic_tests")
+ev.equal("two-phase facts", {k: v for k, v in two.items() if k != "published"})
+ev.equal("crash drill: latest after the crash, resumed_from", [kit.final(crash)["resumed_from"]])
+ev.rule("crash drill: resumed vs uninterrupted",
+        {"base": kit.fingerprint(kit.final_params(run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8))),
+         "other": kit.fingerprint(kit.final_params(crash))}, rule="homework.bitwise_pair")
+rng = random.Random(grading_seed())
+keep, n = rng.randint(1, 3), rng.randint(3, 6)
+_r2 = WORK / f"atomic_keep_{keep}_{n}"
+for _step in range(1, n + 1):
+    hw.save_checkpoint(_r2, _step, {"step": _step}, {"step": _step}, 0, 1, keep_last=keep)
+ev.equal(f"keep_last={keep} after {n} saves", sorted(p.name for p in _r2.glob("step-*")))
+(_r2 / f"step-{n:08d}" / "manifest.json").unlink()  # the newest loses its commit record
+_l = hw.latest_checkpoint(_r2)
+ev.equal(f"keep_last={keep}: latest without the newest manifest", None if _l is None else _l.name)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "recovery_md"}
-# ## 5. Recovery (`recovery`)
-# Under `torchrun --max-restarts 3`, every worker is restarted when one dies; `init_distributed` must build the group
-# restart-safely (`PrefixStore(f"attempt_{TORCHELASTIC_RESTART_COUNT}", TCPStore(MASTER_ADDR, MASTER_PORT,
-# is_master=False))`), and `train` must resume from the newest complete checkpoint. SIGTERM (preemption) means:
-# finish the step, checkpoint, exit. A resume on another dataset version is refused (`check_dataset`).
-# The drills: SIGKILL a rank at a random step -> the final parameters equal the uninterrupted run bitwise; SIGTERM
-# -> a checkpoint of the last step; `--data-version v2` on a v1 run -> refused, naming both versions.
+# ## Exercise 5 — Recovery: SIGKILL, SIGTERM, the data and config contracts (14 points, ~60 min)
+# Under `torchrun --max-restarts 3`, every worker is restarted when one dies. `init_distributed` builds the group on
+# `PrefixStore(f"attempt_{TORCHELASTIC_RESTART_COUNT}", TCPStore(MASTER_ADDR, MASTER_PORT, world_size=...,
+# is_master=<rank 0 when no torchrun agent hosts the store>))` (see `course_dist/run.py`), `any_rank` agrees on a
+# flag with one all-reduce. `resume`: **rank 0** picks `latest_checkpoint` and broadcasts its choice
+# (`distributed.broadcast_choice`; ranks scanning a shared filesystem on their own can pick different steps), every
+# rank loads it, refuses another dataset (`check_dataset`) or changed training fields (`check_resume_config`: a
+# `ConfigMismatchError` naming each field with both values; `TRAINING_FIELDS` lists them), then restores.
+# `train_loop`: SIGTERM (preemption) means finish the step on every rank, checkpoint, stop.
+#
+# The drills run on one step per epoch (`REC`), so they test the restart machinery, not the sampler: SIGKILL of a
+# rank at a seeded step -> the job completes bitwise equal to the uninterrupted run; SIGTERM -> a checkpoint of the
+# last step (its save well inside torchrun's 30 s SIGTERM -> SIGKILL grace), and the resumed job ends bitwise
+# equal; rank 1 seeing no checkpoint still resumes rank 0's choice; `--lr` or `--data-version` changed -> refused.
 
 # %% nbgrader={"grade": true, "grade_id": "recovery_tests", "locked": true, "points": 14, "schema_version": 3, "solution": false}
 _meta = hw.SyntheticDataset(64, 4, 2, 0, "v1", "me").meta
-raises(ValueError, "version", hw.check_dataset, {**_meta.to_dict(), "version": "v0"}, _meta)
-### BEGIN HIDDEN TESTS
 hw.check_dataset(_meta.to_dict(), _meta)
-raises(ValueError, "v0", hw.check_dataset, {**_meta.to_dict(), "version": "v0"}, _meta)
-rng = random.Random(SEED)
-kill_rank, kill_step = rng.randint(0, 1), rng.randint(9, 22)
-base = run("w2_e3", nproc=2, ckpt_every=8, epochs=3)
+_msg = raises(ValueError, "version", hw.check_dataset, {**_meta.to_dict(), "version": "v0"}, _meta)
+assert "v0" in _msg and "v1" in _msg, f"name both versions: {_msg}"
+_c = hw.TrainConfig()
+hw.check_resume_config({**_c.to_dict(), "micro_batch": 32, "ckpt_every": 7}, _c)  # allowed to change
+_msg = raises(ValueError, "lr", hw.check_resume_config, {**_c.to_dict(), "lr": 0.5, "dropout": 0.2}, _c)
+assert "0.5" in _msg and "dropout" in _msg, f"name every differing field with both values: {_msg}"
+base = run("rec_base", nproc=2, **REC)
+kill_rank, kill_step = DRILL.randint(0, 1), DRILL.randint(5, 21)
 drill = WORK / "kill"
-r = kit.run_trainer(hw, drill, kit.cli(ckpt_every=8, epochs=3), nproc=2, max_restarts=3,
-                    env={"COURSE_FAULTS": f"kill:{kill_rank}@{kill_step}"}, timeout=300)
-r.check()
+kit.run_trainer(hw, drill, kit.cli(**REC), nproc=2, max_restarts=MAX_RESTARTS,
+                env={"COURSE_FAULTS": f"kill:{kill_rank}@{kill_step}"}, timeout=300).check()
 fin = kit.final(drill)
-assert fin["resumed_from"] in (8, 16) and fin["step"] == 24, fin
+assert fin["resumed_from"] == kill_step // 4 * 4 and fin["step"] == 24, (
+    f"SIGKILL of rank {kill_rank} before step {kill_step + 1}: expected a resume from {kill_step // 4 * 4}, got {fin}")
 diff = kit.bitwise_equal(kit.final_params(base), kit.final_params(drill))
 assert not diff, f"SIGKILL of rank {kill_rank} at step {kill_step}: final parameters differ in {diff}"
 _m = hw.load_metrics(drill)
 assert set(_m["attempt"]) == {0, 1}, f"expected attempts 0 and 1 in the metrics, got {sorted(set(_m['attempt']))}"
-RECOVERY_S = float(_m[_m.attempt == 1]["time"].min() - _m[_m.attempt == 0]["time"].max())
-# SIGTERM to the whole job (as SLURM does at preemption): checkpoint of the last finished step, then exit
+RECOVERY = kit.recovery_parts(drill)
+# rank 1 cannot see any checkpoint (a lagging shared filesystem): rank 0's choice must win on both
+_choice = WORK / "choice"
+shutil.copytree(drill / "ckpt", _choice / "ckpt")
+_ch = kit.resume_choice_check(hw, _choice, REC)
+assert [c["resumed_from"] for c in _ch] == [24, 24], f"rank 0 sees step 24, rank 1 sees nothing; resumed from {_ch}"
+# SIGTERM to the whole job (as SLURM at preemption or time limit), then resume
+term_step = DRILL.randint(3, 12)
 term = WORK / "sigterm"
-p = kit.start_trainer(hw, ["--run-dir", str(term), *kit.cli(epochs=400, ckpt_every=0)], nproc=2,
-                      log_path=WORK / "sigterm.log")
-try:
-    assert kit.wait_for_step(term, 3, timeout=180, p=p), (WORK / "sigterm.log").read_text()[-3000:]
-    os.killpg(p.pid, signal.SIGTERM)
-    p.wait(timeout=60)
-finally:
-    kit.stop_tree(p)
-_m = hw.load_metrics(term)
-last = int(_m[_m["rank"] == 0]["step"].max())
+sig = kit.sigterm_drill(hw, term, kit.cli(**{**REC, "ckpt_every": 0}), nproc=2, at_step=term_step)
+_tm = hw.load_metrics(term)
+last = int(_tm[_tm["rank"] == 0]["step"].max())
 steps = kit.checkpoint_steps(term)
-assert steps and max(steps) == last >= 3, f"SIGTERM after step {last}: checkpoints at {steps}"
-assert hw.verify_checkpoint(term / "ckpt" / f"step-{last:08d}")
-assert last < 400 * 8, "the job ignored SIGTERM and ran to the end"
-# wrong dataset version: refused with a clear error, nothing overwritten
-r = kit.run_trainer(hw, drill, kit.cli(ckpt_every=8, epochs=4, data_version="v2"), nproc=1)
-assert r.returncode != 0, "resuming a v1 checkpoint on dataset v2 was not refused"
-assert "v1" in r.output and "v2" in r.output and "version" in r.output.lower(), r.output[-2000:]
+assert steps and max(steps) == last >= term_step and last < 24, f"SIGTERM after step {last}: checkpoints at {steps}"
+assert hw.verify_checkpoint(term / "ckpt" / f"step-{last:08d}"), f"the SIGTERM checkpoint of step {last} does not verify"
+TERM_SAVE_S = float(hw.load_metrics(term, event="checkpoint")["seconds"].max())
+assert TERM_SAVE_S < 30, f"the SIGTERM checkpoint took {TERM_SAVE_S:.1f} s: torchrun SIGKILLs after 30 s"
+kit.run_trainer(hw, term, kit.cli(**REC), nproc=2).check()
+assert kit.final(term)["resumed_from"] == last, kit.final(term)
+diff = kit.bitwise_equal(kit.final_params(base), kit.final_params(term))
+assert not diff, f"SIGTERM at step {last}, then resumed: final parameters differ in {diff}"
+# contracts: another learning rate, another dataset version -> refused, naming them
+_w1 = run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8)
+for change, words in ((dict(lr=0.2), ("lr", "0.2")), (dict(data_version="v2"), ("v1", "v2"))):
+    r = kit.run_trainer(hw, _w1, kit.cli(**{**SGD, "epochs": 3, "ckpt_every": 8, **change}))
+    assert r.returncode != 0 and all(w in r.output for w in words), (
+        f"resuming with {change} must be refused naming {words}; exit {r.returncode}:\n{r.output[-1500:]}")
 _start = [json.loads(x) for x in (drill / "metrics" / "rank-0.jsonl").read_text().splitlines()
           if json.loads(x).get("event") == "start"][0]
 for key in ("version", "owner", "event_time", "available_from", "available_until"):
     assert key in _start["dataset"], f"metrics start record lacks dataset {key}: {_start['dataset']}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("recovery_tests")
+ev.equal("kill drill: resumed_from - kill step // 4 * 4, steps", [fin["resumed_from"] - kill_step // 4 * 4, fin["step"]])
+ev.rule("kill drill: final vs uninterrupted",
+        {"base": kit.fingerprint(kit.final_params(base)), "other": kit.fingerprint(kit.final_params(drill))},
+        rule="homework.bitwise_pair")
+ev.equal("kill drill: attempts", sorted(int(a) for a in set(_m["attempt"])))
+ev.equal("resume choice broadcast", [c["resumed_from"] for c in _ch])
+ev.equal("sigterm: newest checkpoint is the last step", max(steps) == last)
+ev.rule("sigterm: save fits the grace", TERM_SAVE_S, rule="common.le", bound=30.0)
+ev.rule("sigterm: resumed vs uninterrupted",
+        {"base": kit.fingerprint(kit.final_params(base)), "other": kit.fingerprint(kit.final_params(term))},
+        rule="homework.bitwise_pair")
+ev.equal("dataset metadata in the metrics", sorted(k for k in _start["dataset"]))
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "elastic_md"}
-# ## 6. Elastic resize (`elastic`)
+# ## Exercise 6 — Elastic resize, exactly once (10 points, ~25 min)
 # `state_dict()` / `load_state_dict()` of the sampler carry the *global* position (samples of the epoch consumed), so
-# a job checkpointed at world 2 continues at world 1 (or 4) with the rest of the epoch - every sample exactly once.
-# The loss after the resize matches an uninterrupted run within `rtol=1e-3` (same math, other summation order).
+# a job checkpointed at world 2 continues at world 1 (or 4) with the rest of the epoch - every sample exactly once
+# (`load_state_dict` refuses another dataset size, global batch or seed). The check: a sampler state after 3 steps
+# resumed at world 1, 2, 4; then a torchrun job stopped at step 3 (mid-epoch) at world 2 and finished at world 1 -
+# every sample of epoch 0 seen once, and the final loss within `rtol=1e-3` of the uninterrupted world-1 run.
 
 # %% nbgrader={"grade": true, "grade_id": "elastic_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
-_a = hw.ElasticSampler(size=256, global_batch=32, micro_batch=8, world_size=2, rank=0, seed=1)
-_a.set_epoch(0)
-_it = iter(_a)
-next(_it), next(_it), next(_it)
-_sd = _a.state_dict()
-### BEGIN HIDDEN TESTS
-_order = torch.randperm(256, generator=torch.Generator().manual_seed(1)).tolist()
-for world in (1, 2, 4):
+def rest_after(stop, before, after, seed=1):
+    a = hw.ElasticSampler(size=256, global_batch=32, micro_batch=8, world_size=before, rank=0, seed=seed)
+    a.set_epoch(0)
+    it = iter(a)
+    for _ in range(stop):
+        next(it)
+    sd = a.state_dict()
     rest = []
-    for r_ in range(world):
-        b_ = hw.ElasticSampler(size=256, global_batch=32, micro_batch=8, world_size=world, rank=r_, seed=1)
-        b_.load_state_dict(_sd)
+    for r_ in range(after):
+        b_ = hw.ElasticSampler(size=256, global_batch=32, micro_batch=8, world_size=after, rank=r_, seed=seed)
+        b_.load_state_dict(sd)
         b_.set_epoch(0)
         rest += [i for mbs in b_ for m in mbs for i in m]
+    return rest
+
+
+_order = torch.randperm(256, generator=torch.Generator().manual_seed(1)).tolist()
+for world in (1, 2, 4):
+    rest = rest_after(3, 2, world)
     assert sorted(rest) == sorted(_order[96:]), (
-        f"resumed at world {world} after 3 steps: {len(rest)} samples, {len(set(rest) & set(_order[:96]))} of "
-        f"them already trained on")
+        f"resumed at world {world} after 3 world-2 steps: {len(rest)} samples, {len(set(rest) & set(_order[:96]))} of "
+        "them already trained on")
+raises(ValueError, "global_batch", hw.ElasticSampler(256, 64, 8, 2, 0, seed=1).load_state_dict,
+       hw.ElasticSampler(256, 32, 8, 2, 0, seed=1).state_dict())
 el = WORK / "elastic"
-kit.run_trainer(hw, el, kit.cli(epochs=1, max_steps=3, log_samples=True), nproc=2).check()
-kit.run_trainer(hw, el, kit.cli(epochs=1, log_samples=True), nproc=1).check()
+kit.run_trainer(hw, el, kit.cli(**SGD, epochs=3, ckpt_every=8, max_steps=3, log_samples=True), nproc=2).check()
+kit.run_trainer(hw, el, kit.cli(**SGD, epochs=3, ckpt_every=8, log_samples=True), nproc=1).check()
 seen = kit.samples_seen(el, epoch=0)
 dupes = {i: n for i, n in seen.items() if n != 1}
 assert not dupes and len(seen) == 512, f"world 2 -> 1: {len(seen)} distinct samples, repeated: {list(dupes)[:8]}"
-ref = kit.final(run("w1_e1", nproc=1, epochs=1))
+ref = kit.final(run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8))
 got = kit.final(el)
 assert got["resumed_from"] == 3 and abs(got["eval_loss"] - ref["eval_loss"]) <= 1e-3 * abs(ref["eval_loss"]), (got, ref)
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("elastic_tests")
+rng = random.Random(grading_seed())
+for stop, before, after in [(3, 2, 1), (3, 2, 4), (rng.randint(1, 7), rng.choice([1, 2, 4]), rng.choice([1, 2, 4]))]:
+    ev.equal(f"rest of epoch after {stop} steps, world {before} -> {after}", sorted(rest_after(stop, before, after)))
+ev.equal("world 2 -> 1: distinct samples, repeats", [len(seen), len(dupes)])
+ev.close("world 2 -> 1: eval loss", got["eval_loss"], rtol=1e-3)
+ev.equal("world 2 -> 1: resumed_from", got["resumed_from"])
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "metrics_md"}
-# ## 7. Metrics and the straggler report (`metrics`)
-# Every rank appends one row per step to `<run_dir>/metrics/rank-<r>.jsonl` and `.csv` (columns in
-# `metrics.STEP_FIELDS`): the step time split into local compute, `wait_s` (blocked waiting for the other ranks) and
-# `sync_s`, samples/s, loss, dataset version. `straggler_report` names the slowest rank and how long the others
-# waited for it. The drill makes one rank sleep 50 ms per step (`COURSE_FAULTS=slow:<rank>@0:0.05`).
+# ## Exercise 7 — Metrics and the straggler report (10 points, ~30 min)
+# Every rank appends one row per step to `<run_dir>/metrics/rank-<r>.jsonl` and `.csv` (`metrics_row`: the columns
+# of `metrics.STEP_FIELDS`): the step time split into local compute (`compute_s`), `wait_s` (blocked after its own
+# gradients were ready) and `sync_s`, samples/s (= samples / step_s), loss, dataset version. `straggler_report`
+# names the rank the others wait for - the one with the largest mean local compute per step - and how long the
+# *other* ranks waited in total. The drill slows one rank **inside** its forward pass (30 ms per forward, one
+# micro-batch per step: nothing of it happens before the step starts).
 
 # %% nbgrader={"grade": true, "grade_id": "metrics_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
-_fake = pd.DataFrame([{"step": s, "rank": r, "attempt": 0, "step_s": 0.1 + 0.05 * (r == 1),
-                       "wait_s": 0.05 * (r == 0), "sync_s": 0.01, "compute_s": 0.0} for s in range(1, 6) for r in (0, 1)])
-assert hw.straggler_report(_fake)["slowest_rank"] == 1
-### BEGIN HIDDEN TESTS
-slow_rank = random.Random(SEED + 1).randint(0, 1)
+_fake = pd.DataFrame([{"step": s, "rank": r, "attempt": 0, "step_s": 0.1 + 0.05 * (r == 1), "compute_s": 0.05 + 0.05 * (r == 1),
+                       "wait_s": 0.05 * (r == 0), "sync_s": 0.01} for s in range(1, 6) for r in (0, 1)])
+_rep = hw.straggler_report(_fake, skip=0)
+assert _rep["slowest_rank"] == 1 and abs(_rep["waited_s"] - 0.25) < 1e-9, _rep["text"]
+slow_rank = DRILL.randint(0, 1)
 st = WORK / "straggler"
-kit.run_trainer(hw, st, kit.cli(epochs=1), nproc=2, env={"COURSE_FAULTS": f"slow:{slow_rank}@0:0.05"}).check()
+kit.run_trainer(hw, st, kit.cli(epochs=1, micro_batch=32), nproc=2, slow_compute=True,
+                env={"HW_SLOW_COMPUTE": f"{slow_rank}:0.03"}).check()
 m = hw.load_metrics(st)
 assert sorted(set(m["rank"])) == [0, 1] and len(m) == 16, f"expected 8 steps x 2 ranks, got {len(m)} rows"
-for col in ("step_s", "compute_s", "wait_s", "samples_per_s", "loss", "dataset_version"):
+for col in hw.metrics.STEP_FIELDS:
     assert col in m.columns, f"metrics lack {col}: {list(m.columns)}"
 assert (m["samples_per_s"] - m["samples"] / m["step_s"]).abs().max() < 1e-6 * m["samples_per_s"].max()
 for r_ in (0, 1):
     csv_ = pd.read_csv(st / "metrics" / f"rank-{r_}.csv")
-    assert len(csv_) == 8 and {"step", "loss", "wait_s"} <= set(csv_.columns), csv_.columns
+    assert len(csv_) == 8 and {"step", "loss", "wait_s", "compute_s"} <= set(csv_.columns), csv_.columns
 rep = hw.straggler_report(m)
-assert rep["slowest_rank"] == slow_rank, f"injected straggler on rank {slow_rank}, report: {rep['text']}"
-assert rep["waited_s"] >= 0.5 * 7 * 0.05, f"others waited only {rep['waited_s']:.3f} s for a 50 ms/step straggler"
 print(rep["text"])
+display(rep["per_rank"])
+assert rep["slowest_rank"] == slow_rank, f"rank {slow_rank} was slowed inside its forward pass, report: {rep['text']}"
+assert rep["waited_s"] >= 0.5 * 7 * 0.03, f"the others waited only {rep['waited_s']:.3f} s for a 30 ms/step straggler"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("metrics_tests")
+ev.equal("fake frame: slowest, waited", [_rep["slowest_rank"], round(_rep["waited_s"], 9)])
+ev.equal("rows, columns", [len(m), sorted(c for c in hw.metrics.STEP_FIELDS if c in m.columns)])
+ev.rule("straggler drill", {"slow_rank": slow_rank, "reported": rep["slowest_rank"], "waited_s": rep["waited_s"],
+                            "steps": 8, "delay_s": 0.03}, rule="homework.straggler", min_fraction=0.5)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "scaling_md"}
-# ## 8. The scaling experiment (`scaling`)
-# `run_scaling(out_dir, worlds, ...)` runs world 1, 2, 4 as real `torchrun` jobs (one thread per rank) with the same
-# per-rank work and writes `scaling.csv`, a markdown table and `scaling.png` (throughput against the ideal line,
-# efficiency, cost per sample). Run it on the default workload, and on the workload where it fails (few samples per
-# byte communicated: `--micro-batch 64` with no accumulation), and explain the difference in the card.
+# ## Exercise 8 — The scaling experiment (6 points, ~20 min)
+# `run_scaling(out_dir, worlds, ...)` runs each world size as a real `torchrun` job (one thread per rank) with the
+# same per-rank work and writes `scaling.csv`, a markdown table and `scaling.png` (throughput against the ideal
+# line, efficiency, cost per sample). A step's time is the slowest rank's `step_s`; the table's `samples_per_s` is
+# the global batch over the median step time after `skip` steps, `efficiency = thr / (world x thr_1)`,
+# `cost_per_sample = world / thr`. The check recomputes the table from the runs' own metrics logs. In full mode the
+# cell also runs a second workload with little compute per byte communicated (64-sample micro-batches, no
+# accumulation, a wider model): compare the two in the card.
 
-# %% nbgrader={"grade": false, "grade_id": "scaling_run", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-if FAST:
-    scaling = hw.run_scaling(WORK / "scaling", worlds=(1, 2), per_rank_batch=64, micro_batch=16, steps=8, skip=2,
-                             extra_args=("--in-dim", "32", "--hidden", "64", "--depth", "2"))
-    scaling_bad = scaling
-else:
-    scaling = hw.run_scaling(WORK / "scaling", worlds=(1, 2, 4))
-    scaling_bad = hw.run_scaling(WORK / "scaling_bad", worlds=(1, 2, 4), per_rank_batch=64, micro_batch=64,
-                                 extra_args=("--hidden", "2048"))
-### END SOLUTION
-display(scaling)
+# %% nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "scaling_run"}
+SCALING_SKIP = 2 if FAST else 5
+try:
+    if FAST:
+        scaling = hw.run_scaling(WORK / "scaling", worlds=(1, 2), per_rank_batch=64, micro_batch=16, steps=8,
+                                 skip=SCALING_SKIP, extra_args=("--in-dim", "32", "--hidden", "64", "--depth", "2"))
+        scaling_bad = None
+    else:
+        scaling = hw.run_scaling(WORK / "scaling", worlds=(1, 2, 4), skip=SCALING_SKIP)
+        scaling_bad = hw.run_scaling(WORK / "scaling_bad", worlds=(1, 2, 4), per_rank_batch=64, micro_batch=64,
+                                     skip=SCALING_SKIP, extra_args=("--hidden", "2048"))
+    display(scaling)
+except NotImplementedError as e:
+    scaling = scaling_bad = None
+    print(f"not implemented yet: {e}")
 
 # %% nbgrader={"grade": true, "grade_id": "scaling_tests", "locked": true, "points": 6, "schema_version": 3, "solution": false}
+assert scaling is not None, "run_scaling did not produce a table (see the cell above)"
 for col in ("world", "samples_per_s", "efficiency", "cost_per_sample"):
     assert col in scaling.columns, f"scaling table lacks {col}: {list(scaling.columns)}"
-### BEGIN HIDDEN TESTS
-sc = hw.run_scaling(WORK / "scaling_check", worlds=(1, 2), per_rank_batch=64, micro_batch=16, steps=6, skip=2,
-                    extra_args=("--in-dim", "32", "--hidden", "64", "--depth", "2"))
-assert list(sc["world"]) == [1, 2], sc
-base_thr = float(sc.loc[sc.world == 1, "samples_per_s"].iloc[0])
-assert abs(float(sc.loc[sc.world == 1, "efficiency"].iloc[0]) - 1) < 1e-9
-for _, row in sc.iterrows():
+from_logs = kit.scaling_from_logs(WORK / "scaling", skip=SCALING_SKIP)
+display(from_logs)
+assert list(scaling["world"]) == list(from_logs["world"]), (list(scaling["world"]), list(from_logs["world"]))
+for (_, row), (_, lg) in zip(scaling.iterrows(), from_logs.iterrows(), strict=False):
+    assert abs(row.samples_per_s - lg.samples_per_s) <= 1e-6 * lg.samples_per_s, (
+        f"world {row.world}: table {row.samples_per_s:.6g} samples/s, metrics logs {lg.samples_per_s:.6g}")
+    base_thr = float(scaling["samples_per_s"].iloc[0])
     assert abs(row.efficiency - row.samples_per_s / (row.world * base_thr)) < 1e-6 * row.efficiency, row
     assert abs(row.cost_per_sample - row.world / row.samples_per_s) < 1e-6 * row.cost_per_sample, row
-    assert 0 < row.efficiency < 5
-assert (WORK / "scaling_check" / "scaling.csv").exists() and (WORK / "scaling_check" / "scaling.png").stat().st_size > 0
-assert pd.read_csv(WORK / "scaling_check" / "scaling.csv").shape[0] == 2
+assert (WORK / "scaling" / "scaling.csv").exists() and (WORK / "scaling" / "scaling.png").stat().st_size > 0
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("scaling_tests")
+ev.rule("table vs metrics logs", {"table": scaling.to_dict("list"), "logs": from_logs.to_dict("list")},
+        rule="homework.scaling", rtol=1e-6)
+ev.equal("worlds", [int(w) for w in scaling["world"]])
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "card_md"}
-# ## 9. Solution card (`card`)
-# State the limits your trainer has, with the numbers measured above: **latency** (seconds from a SIGKILL to the
-# first resumed step, `RECOVERY_S`), **cost** (checkpoint overhead, % of training time at your interval, plus the
-# work lost: up to `ckpt_every` steps), **capacity** (samples/s at world 2 on the default workload, and the
-# efficiency), **fallback** (what happens when restarts run out, a node is gone for good, or the data changed).
+# ## Exercise 9 — Solution card (4 + 6 points, ~30 min)
+# State the limits of your trainer with the numbers measured above: **latency** (seconds from a SIGKILL to the first
+# resumed step, `measured["latency"]`, broken down below), **cost** (checkpoint overhead, % of training time at the
+# drill's interval), **capacity** (samples/s at world 2 on the scaling workload), **fallback** (what happens when
+# the restarts run out: the number is the `--max-restarts` the drills use). The grader recomputes every number from
+# your runs' logs.
 
 # %% nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "card_measure"}
-if "RECOVERY_S" not in globals():  # the student's release has no hidden tests: measure the recovery here
-    _k = WORK / "kill_card"
-    kit.run_trainer(hw, _k, kit.cli(ckpt_every=8, epochs=3), nproc=2, max_restarts=3,
-                    env={"COURSE_FAULTS": "kill:1@12"}, timeout=300).check()
-    _m = hw.load_metrics(_k)
-    RECOVERY_S = float(_m[_m.attempt == 1]["time"].min() - _m[_m.attempt == 0]["time"].max())
-_w = run("w1_e3", nproc=1, ckpt_every=8, epochs=3)
-_ck, _steps = hw.load_metrics(_w, event="checkpoint"), hw.load_metrics(_w)
+_ck, _steps = hw.load_metrics(_w1, event="checkpoint"), hw.load_metrics(_w1)
+_sc_logs = kit.scaling_from_logs(WORK / "scaling", skip=SCALING_SKIP)
 measured = {
-    "latency": RECOVERY_S,
+    "latency": RECOVERY["total"],
     "cost": 100 * float(_ck["seconds"].sum()) / float(_steps["step_s"].sum() + _ck["seconds"].sum()),
-    "capacity": float(scaling.loc[scaling.world == 2, "samples_per_s"].iloc[0]),
+    "capacity": float(_sc_logs.loc[_sc_logs.world == 2, "samples_per_s"].iloc[0]),
+    "fallback": float(MAX_RESTARTS),
 }
+display(pd.DataFrame([RECOVERY]).T.rename(columns={0: "seconds"}))  # SIGKILL -> first resumed step, by part
 measured
 
 # %% nbgrader={"grade": false, "grade_id": "card_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -444,18 +630,19 @@ from course_dist import Limit, SolutionCard
 ### BEGIN SOLUTION
 card = SolutionCard(
     lab="homework",
-    latency=Limit(measured["latency"], "s", "SIGKILL to the first resumed step at world 2 (torchrun restart, "
-                  "re-import, rendezvous, load); plus up to ckpt_every steps of lost work redone"),
-    cost=Limit(measured["cost"], "%", "checkpoint time / training time at the drill's interval; the default "
-               "interval of 50 steps keeps it under 5% (bench/results/homework.md)"),
+    latency=Limit(measured["latency"], "s", "SIGKILL to the first resumed step at world 2 (torchrun notices the "
+                  "death and restarts both workers, Python + torch import, rendezvous, load); plus up to "
+                  "ckpt_every steps of lost work redone"),
+    cost=Limit(measured["cost"], "%", "checkpoint time / training time at the drill's interval (8 steps); the "
+               "default interval of 50 steps keeps it far under 5% (bench/results/homework.md)"),
     capacity=Limit(measured["capacity"], "samples/s", "world 2, one thread per rank; weak-scaling efficiency "
                    "needs compute per byte: accumulate with no_sync, large per-rank batches"),
-    fallback=Limit(3, "restarts", "torchrun --max-restarts 3; after that the job stops and a rerun at any world "
-                   "size resumes from the newest complete checkpoint; a changed dataset is refused"),
+    fallback=Limit(MAX_RESTARTS, "restarts", "torchrun --max-restarts; after that the job stops and a rerun at any "
+                   "world size resumes from the newest complete checkpoint; a changed dataset or config is refused"),
     justification=(
         "World 2 only pays off when the all-reduce of about 4 bytes per parameter hides behind enough compute: "
         "no_sync accumulation gives one all-reduce per optimizer step and large per-rank batches raise the "
-        "flops per byte; with 64-sample micro-batches and a sync each time the same model falls under 0.8. "
+        "flops per byte; with 64-sample micro-batches and a sync each time the same model scales far worse. "
         "Checkpoints cost the measured percentage at this interval (Young/Daly picks it from save cost and "
         "MTBF); a SIGKILL costs the restart latency plus at most ckpt_every steps of redone work; the sampler "
         "stores a global position, so a resize continues the epoch exactly once."),
@@ -466,14 +653,30 @@ card
 # %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 course_dist.check_card(card, measured)
 ### BEGIN HIDDEN TESTS
-assert card.lab == "homework"
+from course_dist.evidence import Evidence
+
+ev = Evidence("card_tests")
+_lim = lambda x: None if x is None else {"value": x.value, "unit": x.unit, "note": x.note}  # noqa: E731
+ev.rule("card against the logged numbers", {
+    "card": {"lab": card.lab, "justification": card.justification,
+             **{n: _lim(getattr(card, n)) for n in ("latency", "cost", "capacity", "fallback")}},
+    "raw": {"recovery_s": RECOVERY["total"], "ckpt_seconds": [float(x) for x in _ck["seconds"]],
+            "step_seconds": [float(x) for x in _steps["step_s"]], "max_restarts": MAX_RESTARTS,
+            "scaling_world": [int(w) for w in _sc_logs["world"]],
+            "scaling_samples_per_s": [float(x) for x in _sc_logs["samples_per_s"]]},
+}, rule="homework.card", rtol=0.25)
+ev.equal("card lab", card.lab)
 ### END HIDDEN TESTS
 
+# %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "card_prompt"}
+# **Written (6 points).** Explain, with your numbers: why world 2 is or is not faster on your default workload and
+# what made the second workload scale differently (compute per byte, overlap); how you would choose the checkpoint
+# interval (Young/Daly: `sqrt(2 x checkpoint cost x MTBF)`) and what overhead that gives; what a restart costs, part
+# by part (the table above), and what work is lost; why the sample stream survives a resize and what is only exact
+# at the same world size; one concrete change for a real 8-GPU node (NCCL, bucket size, async checkpoints, ...).
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 6, "schema_version": 3, "solution": true}
-# **Justification.** *(Explain, with your numbers: why world 2 is or is not faster on your default workload and
-# what made the failing workload fail; how you chose the checkpoint interval (Young/Daly: sqrt(2 x checkpoint cost
-# x MTBF)); what a restart costs and what is lost; why the sample stream survives a resize; what you would change on
-# a real 8-GPU node (NCCL, bucket size, async checkpoints).)*
+# *(your answer here)*
 #
 # === BEGIN MARK SCHEME ===
 # Full marks: (1) efficiency explained by compute per byte - one all-reduce of ~4 B/param per optimizer step vs

@@ -5,8 +5,11 @@
 #      fsynced or renamed: a kill mid-write leaves a half-written checkpoint under its final name
 
 
-def save_checkpoint(root, step, shared, local, rank, world_size, keep_last=3, barrier=None):
-    sync = barrier or (lambda: None)
+def save_checkpoint(root, step, shared, local, rank, world_size, keep_last=3, gather=None):
+    def sync():
+        if gather is not None:
+            gather(None)
+
     root = Path(root)
     final = step_dir(root, step)
     if rank == 0:

@@ -95,7 +95,8 @@ def _ddp_rank(
         oracle_losses.append(lo.item())
     inner = model.module if hasattr(model, "module") else model
     diff = max(
-        float((a - b).abs().max()) for a, b in zip(inner.parameters(), oracle.parameters(), strict=True)
+        float((a.detach() - b.detach()).abs().max())
+        for a, b in zip(inner.parameters(), oracle.parameters(), strict=True)
     )
     from .results import fingerprint
 
@@ -179,7 +180,7 @@ def two_phase_check(pkg: ModuleType, root: str | Path, step: int = 7) -> dict[st
     return out
 
 
-def _choice_rank(name: str, root_dir: str, run_dir: str) -> dict[str, Any]:
+def _choice_rank(name: str, root_dir: str, run_dir: str, overrides: dict[str, Any]) -> dict[str, Any]:
     import torch.distributed as dist
 
     hw = _import(name, root_dir)
@@ -188,7 +189,7 @@ def _choice_rank(name: str, root_dir: str, run_dir: str) -> dict[str, Any]:
         for mod in (hw, hw.checkpoint, hw.trainer):
             if hasattr(mod, "latest_checkpoint"):
                 mod.latest_checkpoint = lambda root: None
-    cfg = hw.TrainConfig(run_dir=run_dir, **SMALL)
+    cfg = hw.TrainConfig(run_dir=run_dir, **{**SMALL, **overrides})
     info = hw.distributed.init_distributed("gloo")
     run = hw.trainer.setup(cfg, info)
     got = hw.trainer.resume(run)
@@ -196,13 +197,18 @@ def _choice_rank(name: str, root_dir: str, run_dir: str) -> dict[str, Any]:
     return {"resumed_from": got, "step": run.step}
 
 
-def resume_choice_check(pkg: ModuleType, run_dir: str | Path) -> list[dict[str, Any]]:
+def resume_choice_check(
+    pkg: ModuleType, run_dir: str | Path, overrides: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Per rank: what ``resume`` continued from when rank 1 cannot see any checkpoint (run_dir has one)."""
     import course_dist
 
     return list(
         course_dist.launch(
-            _choice_rank, 2, args=(pkg.__name__, str(package_root(pkg)), str(run_dir)), timeout=120
+            _choice_rank,
+            2,
+            args=(pkg.__name__, str(package_root(pkg)), str(run_dir), dict(overrides or {})),
+            timeout=120,
         )
     )
 
