@@ -74,3 +74,14 @@ def no_surviving_children():
     before = {p.pid for p in live_descendants()}
     yield
     assert_no_survivors(before)
+
+
+@pytest.fixture(scope="session")
+def fresh_release(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a Path
+    """Every lab released from solutions/ into a temp dir once per session (labs/ and build/ untouched)."""
+    from autograder.config import CourseConfig
+    from autograder.release import release
+
+    tmp = tmp_path_factory.mktemp("release")
+    release(CourseConfig().with_(labs=tmp / "labs", build=tmp / "build"))
+    return tmp / "labs"

@@ -17,7 +17,6 @@ import pytest
 import yaml
 from _pipeline import CFG, LABS
 
-from autograder.release import release
 from autograder.source import BEGIN_HIDDEN, nbgrader_meta, read_source
 
 pytestmark = pytest.mark.skipif(not LABS, reason="no lab sources under solutions/ yet")
@@ -30,10 +29,9 @@ MAX_CORE_EXERCISES, MAX_STRETCH_POINTS, MAX_STUDENT_LINES = 5, 15, 130
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("release-conventions")
-    release(CFG.with_(labs=tmp / "labs", build=tmp / "build"))
-    return tmp / "labs"
+def fresh(fresh_release: Path) -> Path:
+    """The session's fresh release (tests/conftest.py): one nbgrader generate_assignment per lab per run."""
+    return fresh_release
 
 
 @pytest.mark.parametrize("lab", LABS)

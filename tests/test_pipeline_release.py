@@ -8,7 +8,6 @@ import nbformat
 import pytest
 from _pipeline import CFG, LABS
 
-from autograder.release import release
 from autograder.source import (
     BEGIN_HIDDEN,
     BEGIN_SOLUTION,
@@ -24,11 +23,9 @@ pytestmark = pytest.mark.skipif(not LABS, reason="no lab sources under solutions
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A release regenerated from solutions/ into a temp dir (labs/ and build/ untouched)."""
-    tmp = tmp_path_factory.mktemp("release")
-    release(CFG.with_(labs=tmp / "labs", build=tmp / "build"))
-    return tmp / "labs"
+def fresh(fresh_release: Path) -> Path:
+    """The session's fresh release (tests/conftest.py): one nbgrader generate_assignment per lab per run."""
+    return fresh_release
 
 
 def _files(root: Path) -> dict[str, bytes]:
