@@ -8,10 +8,12 @@ All contenders write into one directory on one file system; the repeats are inte
 order rotates each round) so a noisy neighbour hits every contender alike; medians are reported. Compared:
 - ``torch.save(state, path)``: the plain save (no fsync: the data may still sit in the page cache);
 - the same plus ``fsync`` (a *durable* plain save: the fair baseline for anything crash-safe);
-- the lab 04 reference ``save_checkpoint`` (temp dir, every file fsynced, sha256 manifest last, directory
-  fsyncs, rename, atomic ``latest``, keep=2; loaded from ``solutions/lab04/lab04.py``, so the benchmark
-  measures exactly what the notebook ships), once with retention (each save also deletes the checkpoint that
-  falls out of ``keep``) and once without (keep large: the difference is what the deletion costs);
+- the lab 04 reference ``save_checkpoint`` (each part serialised into memory and written through a Python
+  file object, every file fsynced, sha256 manifest last, directory fsyncs, rename, atomic ``latest``;
+  retention checks older checkpoints' manifests and sizes and deletes only complete older ones; loaded from
+  ``solutions/lab04/lab04.py``, so the benchmark measures exactly what the notebook ships), once with keep=2
+  (each save also deletes the checkpoint that falls out of ``keep``) and once without deletion (keep large:
+  the difference is what the deletion costs);
 - ``torch.distributed.checkpoint.save`` (DCP, single process);
 - an asynchronous save: stage a CPU copy (the only stall training sees), write it with the atomic save in a
   background thread;

@@ -17,29 +17,27 @@ def fsync_dir(path: Path) -> None:
     """Make the entries (names) of directory ``path`` durable."""
     ### BEGIN SOLUTION
     fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    os.fsync(fd)
+    os.close(fd)
     ### END SOLUTION
 
 
-def verify_checkpoint(d: Path) -> str | None:
-    """None if ``d`` is a complete checkpoint (every file of its manifest: size and sha256), else why not."""
+def verify_checkpoint(d: Path, *, deep: bool = True) -> str | None:
+    """None if ``d`` is a complete checkpoint (every file of its manifest: size and, if ``deep``, sha256),
+    else why not. ``deep=False`` (sizes only) tells a finished save from an interrupted one: enough for
+    retention, which should not re-read every old checkpoint at each save; the loader always checks deep."""
     ### BEGIN SOLUTION
     try:
         files = json.loads((d / MANIFEST).read_text())["files"]
-    except FileNotFoundError:
-        return "no manifest (an interrupted or foreign save)"
-    except (ValueError, KeyError, TypeError) as exc:
-        return f"unreadable manifest ({exc})"
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # an interrupted or foreign save
+        return f"no readable manifest ({type(exc).__name__}: {exc})"
     for name, meta in files.items():
         if not (d / name).is_file():
             return f"{name} is missing"
-        data = (d / name).read_bytes()
-        if len(data) != meta["bytes"]:
-            return f"{name} has {len(data)} bytes, the manifest says {meta['bytes']} (truncated)"
-        if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+        size = (d / name).stat().st_size
+        if size != meta["bytes"]:
+            return f"{name} has {size} bytes, the manifest says {meta['bytes']} (truncated)"
+        if deep and hashlib.sha256((d / name).read_bytes()).hexdigest() != meta["sha256"]:
             return f"{name} fails its sha256 check (corrupted)"
     return None
     ### END SOLUTION
@@ -64,8 +62,7 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
         os.replace(d, trash)
         shutil.rmtree(trash)
 
-    if tmp.exists():
-        shutil.rmtree(tmp)  # debris of an earlier crashed save of this step
+    shutil.rmtree(tmp, ignore_errors=True)  # debris of an earlier crashed save of this step
     tmp.mkdir()
     files = {}
     for name, obj in parts.items():
@@ -83,7 +80,7 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
     fsync_dir(root)
     fsync_dir(root)
     older = [d for d in sorted(root.glob("step-*")) if d.is_dir() and d.name < final.name]
-    complete = [d for d in older if verify_checkpoint(d) is None]
+    complete = [d for d in older if verify_checkpoint(d, deep=False) is None]
     for d in complete[: max(0, len(complete) - (keep - 1))]:
         retire(d)
     return final
@@ -94,12 +91,9 @@ def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loade
     """The newest ``root/step-*`` that verifies, as ``Loaded``; ``skipped`` maps each newer directory name to
     the reason it was skipped. FileNotFoundError (with the reasons) if none does."""
     ### BEGIN SOLUTION
-    root = Path(root)
     skipped: dict[str, str] = {}
-    found = sorted(root.glob("step-*"), reverse=True) if root.is_dir() else []  # 8 digits sort as strings
-    for d in (d for d in found if d.is_dir()):
-        why = verify_checkpoint(d)
-        if why is not None:
+    for d in sorted((d for d in Path(root).glob("step-*") if d.is_dir()), reverse=True):  # 8 digits sort
+        if (why := verify_checkpoint(d)) is not None:
             skipped[d.name] = why
             continue
         files = json.loads((d / MANIFEST).read_text())["files"]

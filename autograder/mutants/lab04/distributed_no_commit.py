@@ -38,7 +38,7 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
         os.replace(root / ".latest.tmp", root / "latest")
         fsync_dir(root)
         older = [d for d in sorted(root.glob("step-*")) if d.is_dir() and d.name < final.name]
-        complete = [d for d in older if verify_checkpoint(d) is None]
+        complete = [d for d in older if verify_checkpoint(d, deep=False) is None]
         for d in complete[: max(0, len(complete) - (keep - 1))]:
             shutil.rmtree(root / f".trash-{d.name}", ignore_errors=True)
             os.replace(d, root / f".trash-{d.name}")

@@ -8,19 +8,15 @@ def train_job(cfg: lab04.Config, root: str, steps: int, every: int, attempt: int
     ### BEGIN SOLUTION
     tr = lab04.Trainer(cfg)
     start = 0
-    log = open(Path(root) / "progress.log", "a") if tr.rank == 0 else None  # noqa: SIM115
-    try:
+    with open(Path(root) / "progress.log", "a") as log:  # every rank opens it, rank 0 writes
         while tr.step < steps:
             course_dist.step(tr.step)  # the fault plan fires here
             tr.train_step()
-            if log is not None:
+            if tr.rank == 0:
                 log.write(f"{attempt} {tr.step} {time.time()}\n")
                 log.flush()
             if tr.step % every == 0:
                 lab04.simple_save(root, tr)
-    finally:
-        if log is not None:
-            log.close()
     return {"start_step": start, "params": lab04.params_vector(tr.model)}
     ### END SOLUTION
 

@@ -9,21 +9,13 @@ def capture_state(tr: lab04.Trainer) -> dict[str, Any]:
     CUDA RNG states, the config and its hash. The result must survive ``lab04.roundtrip`` (torch.save/load).
     """
     ### BEGIN SOLUTION
-    state = {
-        "model": tr.model.state_dict(),
-        "optimizer": tr.optimizer.state_dict(),
-        "scheduler": tr.scheduler.state_dict(),
-        "position": {"step": tr.step, "epoch": tr.epoch, "consumed": tr.consumed},
-        # RNGs are per process, so per rank: every rank saves its own
-        "rng": {
-            "python": random.getstate(),
-            "numpy": np.random.get_state(),
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        },
-        "config": tr.cfg.to_dict(),
-        "config_hash": tr.cfg.digest(),
-    }
+    # RNGs are per process, so per rank: every rank saves its own
+    rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+           "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    state = {"model": tr.model.state_dict(), "optimizer": tr.optimizer.state_dict(),
+             "scheduler": tr.scheduler.state_dict(), "rng": rng,
+             "position": {"step": tr.step, "epoch": tr.epoch, "consumed": tr.consumed},
+             "config": tr.cfg.to_dict(), "config_hash": tr.cfg.digest()}
     # state_dict() returns references to live tensors: copy, or the next optimizer step rewrites the snapshot
     return copy.deepcopy(state)
     ### END SOLUTION

@@ -95,7 +95,7 @@ def to_cpu(obj: Any) -> Any:
 
 
 def measure_save(save: Callable[..., Any], capture: Callable[[Trainer], dict], cfg: Config,
-                 root: str | os.PathLike, *, repeats: int = 5, steps: int = 5, every: int = 50) -> dict:
+                 root: str | os.PathLike, *, repeats: int = 5, steps: int = 5, every: int = 500) -> dict:
     """The training stall of one checkpoint with *your* ``capture`` + ``save`` (single process), beside the
     step time, and what it costs when saving every ``every`` steps.
 
