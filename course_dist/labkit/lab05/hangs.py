@@ -139,6 +139,10 @@ def truth(case: str, culprit: int) -> dict[str, Any]:
     return {"rank": culprit, "seq": _SEQ[case], "op": _OP[case], "line": _marker_lines()[case]}
 
 
+def _warm() -> None:
+    return None
+
+
 def _unsettled(err: BaseException | None) -> bool:
     """Some rank had not reached the scenario when the timeout fired (a loaded machine: still importing or
     joining the group), so the hang had not formed yet."""
@@ -151,12 +155,12 @@ def _unsettled(err: BaseException | None) -> bool:
 def _run(case: str, culprit: int, timeout: float) -> BaseException | None:
     from course_dist import launch
 
-    for attempt in range(2):  # one retry, with twice the time, if the ranks had not all started
+    for attempt in range(3):  # retries, with 2x then 4x the time, if the ranks had not all started
         try:
-            launch(globals()[case], WORLD, args=(culprit,), trace=True, timeout=timeout * (1 + attempt),
+            launch(globals()[case], WORLD, args=(culprit,), trace=True, timeout=timeout * 2**attempt,
                    stream=False)
         except BaseException as err:  # noqa: BLE001 - the outcome *is* the exception (LaunchTimeout expected)
-            if attempt == 0 and _unsettled(err):
+            if attempt < 2 and _unsettled(err):
                 continue
             return err
         return None
@@ -169,7 +173,10 @@ def plant(cases: list[tuple[str, int]], timeout: float = 3.0,
     launch); return what each raised (a ``LaunchTimeout``), in order. ``timeout``: the launcher's, seconds."""
     for case, culprit in cases:
         truth(case, culprit)  # validates both
+    from course_dist import launch
+
     t0 = time.perf_counter()
+    launch(_warm, 1, stream=False)  # the kernel's first launch starts the forkserver (seconds): not in a timeout
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(cases)))) as pool:
         out = list(pool.map(lambda c: _run(c[0], c[1], timeout), cases))
     _log_elapsed(len(cases), time.perf_counter() - t0)
