@@ -70,6 +70,10 @@ exactly their exercise), check every mutant at the exercise level, and print a t
 outputs: build/grades.csv (+ .summary.md, scores_<lab>.png), build/grades_checked.csv (a 'check' column per
 sample), build/scores.png, feedback under build/nbgrader/feedback/, build/reference/<lab>/ with
 --execute-references. Exit status 1 if any expectation fails.
+
+examples:
+  python -m autograder course                     # every lab (make course)
+  python -m autograder course --lab lab02         # one lab while writing it
 """
 
 

@@ -165,10 +165,14 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
 
 def _mutant_check(cfg: CourseConfig, lab: str, out: Path) -> dict[str, list[str]]:
     """Every mutant of ``lab`` at the exercise level, in its own process (its own kernel, own environment)."""
+    from autograder.grade import _config_json
+
+    spec = out.with_suffix(".config.json")
+    spec.write_text(json.dumps({**_config_json(cfg), "fast": True}))
     code = (
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
-        f"cfg = CourseConfig(root={str(cfg.root)!r}, build={str(cfg.build)!r}, fast=True); "
+        f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "
         f"json.dump(check_lab_mutants(cfg, {lab!r}), open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, "COURSE_FAST": "1"}
@@ -182,6 +186,39 @@ def _mutant_check(cfg: CourseConfig, lab: str, out: Path) -> dict[str, list[str]
     if r.returncode != 0 or not out.exists():
         return {"<mutant check>": [f"mutant check of {lab} exited {r.returncode}: {r.stderr.strip()[-400:]}"]}
     return json.loads(out.read_text())
+
+
+def grade_with_mutant_checks(
+    cfg: CourseConfig,
+    samples: Path,
+    labs: list[str],
+    *,
+    out: Path,
+    unsafe_no_sandbox: bool = False,
+    seed: int | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
+    """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
+
+    Returns (the samples' rows, lab -> mutant -> problems). The exercise-level checks run beside the sample
+    class: a distributed cell mostly waits (process start, rendezvous, collectives), so one more kernel on 2
+    cores fills those gaps instead of adding its whole time to the job's.
+    """
+    checks_dir = cfg.build / "mutant_checks"
+    checks_dir.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        futs = {lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json") for lab in labs}
+        df = grade(
+            cfg,
+            samples,
+            labs=labs,
+            out=out,
+            force=True,
+            seed=seed,
+            progress=progress,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+        )
+        return df, {lab: f.result() for lab, f in futs.items()}
 
 
 def course(
@@ -215,15 +252,10 @@ def course(
         )
         old[~sample].to_csv(out, index=False)
     t_grade = time.monotonic()
-    checks_dir = cfg.build / "mutant_checks"
-    checks_dir.mkdir(parents=True, exist_ok=True)
-    # The exercise-level checks run beside the sample class: a distributed cell mostly waits (process start,
-    # rendezvous, collectives), so a third kernel on 2 cores fills the gaps instead of doubling wall time.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        futs = {lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json") for lab in labs}
-        df = grade(cfg, samples, labs=labs, out=out, force=True, unsafe_no_sandbox=unsafe_no_sandbox)
-        t_grade = time.monotonic() - t_grade
-        mutant_problems = {lab: f.result() for lab, f in futs.items()}
+    df, mutant_problems = grade_with_mutant_checks(
+        cfg, samples, labs, out=out, unsafe_no_sandbox=unsafe_no_sandbox
+    )
+    t_grade = time.monotonic() - t_grade
     t_checks = time.monotonic() - t0
     df["check"] = [
         verdict(

@@ -52,7 +52,6 @@ class Run:
     feedback: bool
     sandbox: bool
     titles: dict[str, dict[str, str]] = field(default_factory=dict)  # lab -> grade_id -> exercise title
-    reference: dict[str, str] = field(default_factory=dict)  # lab -> reference evidence dir
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -74,14 +73,6 @@ def _sandbox_ok(unsafe: bool) -> bool:
     if why:
         raise RuntimeError(f"cannot grade safely: {why}")
     return True
-
-
-def _reference_evidence(cfg: CourseConfig, lab: str, seed: int) -> str | None:
-    try:
-        from autograder.judge import reference_evidence
-    except ImportError:
-        return None
-    return str(reference_evidence(cfg, lab, seed, cfg.fast))
 
 
 def _titles(cfg: CourseConfig, lab: str) -> dict[str, str]:
@@ -109,13 +100,13 @@ def _spec(run: Run, sub: Submission, work: Path, token: str) -> dict:
         "seed": run.seed,
         "titles": run.titles.get(sub.lab, {}),
         "evidence_dir": str(work / "evidence"),
-        "reference_evidence": run.reference.get(sub.lab),
+        # computed by the worker on first use (cached, locked): slots start on different labs, so the
+        # reference runs of a class proceed in parallel instead of before any grading
+        "reference_evidence": None,
     }
-    if run.sandbox:  # autograder.sandbox.SandboxSpec: the kernel sees nbgrader's copy of this submission
-        autograded = cfg.nbgrader_root / "autograded" / sub.student / sub.lab
+    if run.sandbox:  # autograder.sandbox.SandboxSpec limits; nbgrader_ext sets its workdir per execution
         spec["sandbox"] = {
-            "workdir": str(autograded),
-            "writable": [str(work / "evidence")],
+            "workdir": str(work),
             "wall_s": cfg.notebook_timeout,
             "cpu_s": cfg.notebook_timeout,
         }
@@ -202,9 +193,28 @@ def _slot(run: Run, jobs: Queue, done: Queue, slot: int, one_shot: bool) -> None
                 o = Outcome(
                     sub.student, sub.lab, "error", f"grader error: {exc!r}", source_cells(run.cfg, sub.lab)
                 )
-            done.put((o, _record(run, o)))
+            try:
+                row = _record(run, o)
+            except Exception:  # a full disk, a locked gradebook: say so, and keep grading the others
+                log.exception("recording %s/%s failed", o.student, o.lab)
+                row = None
+            done.put((o, row))
     finally:
         client.close()
+
+
+def _interleaved(subs: list[Submission]) -> list[Submission]:
+    """Ungradable rows first (instant), then round-robin over labs: concurrent slots start on different labs
+    (each lab's first submission pays for its reference run)."""
+    by_lab: dict[str, list[Submission]] = {}
+    for s in sorted(subs, key=lambda s: (s.lab, s.student)):
+        if s.gradable:
+            by_lab.setdefault(s.lab, []).append(s)
+    order = [s for s in subs if not s.gradable]
+    queues = list(by_lab.values())
+    while any(queues):
+        order += [q.pop(0) for q in queues if q]
+    return order
 
 
 def grade(
@@ -257,8 +267,6 @@ def grade(
     fps = {lab: lab_fingerprint(cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb") for lab in graded_labs}
     run = Run(cfg, out, gradebook, work, seed, feedback, sandbox)
     run.titles = {lab: _titles(cfg, lab) for lab in cfg.lab_ids()}
-    for lab in graded_labs:
-        run.reference[lab] = _reference_evidence(cfg, lab, seed)
 
     old = read_csv(out)
     rf = run_file(out)
@@ -284,7 +292,7 @@ def grade(
         )
 
     jobs: Queue = Queue()
-    for s in sorted(todo, key=lambda s: (not s.gradable, s.lab, s.student)):
+    for s in _interleaved(todo):
         jobs.put(s)
     finished: Queue = Queue()
     threads = [
@@ -295,8 +303,16 @@ def grade(
         t.start()
     times: list[float] = []
     bar = tqdm(total=len(todo), desc=f"autograde (seed {seed})", unit="nb", disable=not progress)
-    for _ in range(len(todo)):
-        o, _row = finished.get()
+    received = 0
+    while received < len(todo):
+        try:
+            o, _row = finished.get(timeout=1.0)
+        except Empty:
+            if not any(t.is_alive() for t in threads) and finished.empty():
+                log.error("grading slots stopped with %d submission(s) not graded", len(todo) - received)
+                break
+            continue
+        received += 1
         if o.status != "missing":
             times.append(o.seconds)
         mean = sum(times) / len(times) if times else 0.0

@@ -30,10 +30,18 @@ def run_file(csv: Path) -> Path:
     return Path(csv).with_name(Path(csv).stem + ".run.json")
 
 
+TEXT_COLUMNS = ("student", "lab", "status", "reason")
+
+
 def read_csv(path: Path) -> pd.DataFrame:
+    """A grades CSV: text columns as str ('' when empty), points as floats (NaN: another lab's exercise)."""
     if not Path(path).exists() or Path(path).stat().st_size == 0:
         return pd.DataFrame(columns=BASE_COLUMNS + TAIL_COLUMNS)
-    return pd.read_csv(path, dtype={"student": str, "lab": str, "reason": str}, keep_default_na=False)
+    df = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS}, keep_default_na=False)
+    for c in df.columns:
+        if c not in TEXT_COLUMNS:
+            df[c] = pd.to_numeric(df[c].replace("", float("nan")), errors="coerce")
+    return df
 
 
 def _atomic_write_text(path: Path, text: str) -> None:

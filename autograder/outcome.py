@@ -11,6 +11,7 @@ from autograder.config import CourseConfig
 
 SHORT = 110  # characters of one exercise's reason in the CSV
 FULL = 4000  # characters of one cell's messages in grading.json
+SEP = " | "  # between exercises in the CSV's reason (messages themselves often hold "; ")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -130,7 +131,7 @@ def _exercises(cfg: CourseConfig, lab: str) -> list[tuple[str, list[str]]]:
 
 
 def exercise_reasons(cfg: CourseConfig, lab: str, cells: dict[str, dict], messages: dict[str, str]) -> str:
-    """'ring: AssertionError: world 3 …; save: no points': one short reason per exercise that lost points."""
+    """'ring: AssertionError: world 3 … | save: no points': one short reason per exercise that lost points."""
     groups = _exercises(cfg, lab) or [(gid, [gid]) for gid in cells]
     parts = []
     for ex, gids in groups:
@@ -142,7 +143,7 @@ def exercise_reasons(cfg: CourseConfig, lab: str, cells: dict[str, dict], messag
         if lost:
             first = next((g for g in lost if g in messages), lost[0])
             parts.append(f"{ex}: {shorten(messages.get(first, 'no points'))}")
-    return "; ".join(parts)
+    return SEP.join(parts)
 
 
 def outcome_from_result(
@@ -175,14 +176,14 @@ def outcome_from_result(
         reason = exercise_reasons(cfg, sub.lab, cells, messages)
         if result and result.get("feedback_ok") is False:
             reason = (
-                (reason + "; " if reason else "")
+                (reason + SEP if reason else "")
                 + "feedback failed: "
                 + failure_reason(result["feedback_log"])
             )
     elif result:
         messages["nbgrader"] = (result.get("log", "") + "\n" + result.get("error", ""))[-FULL:]
     if leftovers and status == "ok":
-        reason = (reason + "; " if reason else "") + f"killed {leftovers} leftover process(es)"
+        reason = (reason + SEP if reason else "") + f"killed {leftovers} leftover process(es)"
     timings = {k: round(float(v), 2) for k, v in (result or {}).items() if k.endswith("_s")}
     return Outcome(sub.student, sub.lab, status, reason, cells, seconds, leftovers, messages, timings)
 

@@ -71,7 +71,9 @@ def _lab_problem(student: str, ldir: Path, lab: str) -> str:
     nbs = sorted(p.name for p in ldir.glob("*.ipynb") if _visible(p))
     expected = f"expected {student}/{lab}/{lab}.ipynb"
     if not nbs:
-        return f"no notebook in {student}/{lab}/ (found {_listing(ldir)}); {expected}"
+        stray = sorted(p.name for p in ldir.parent.glob(f"{lab}*.ipynb"))
+        beside = f"; {', '.join(stray)} is one level up: move it into {lab}/" if stray else ""
+        return f"no notebook in {student}/{lab}/ (found {_listing(ldir)}){beside}; {expected}"
     return f"found {', '.join(repr(n) for n in nbs)} in {student}/{lab}/, {expected} (rename it and regrade)"
 
 

@@ -49,6 +49,15 @@ def _config_kwargs(spec: dict) -> dict:
     return {k: v for k, v in want.items() if k in params and v is not None}
 
 
+def _reference(cfg: CourseConfig, lab: str, seed: int) -> str | None:
+    """The reference run's evidence for (lab, seed, mode): computed here on first use, then cached on disk."""
+    try:
+        from autograder.judge import reference_evidence
+    except ImportError:  # a checkout without the judge: nbgrader's in-kernel verdicts only
+        return None
+    return str(reference_evidence(cfg, lab, seed, cfg.fast))
+
+
 def exec_seconds(notebook: Path) -> float:
     """Seconds the kernel spent executing cells (nbclient's per-cell timing metadata), 0 if unknown."""
     import nbformat
@@ -79,6 +88,10 @@ def run(spec: dict) -> dict:
     # be found and killed), fast mode and the grading seed. Set per submission, never at worker start.
     os.environ.update(spec.get("env", {}))
     out: dict = {"student": student, "lab": lab}
+    t0 = time.monotonic()
+    if spec.get("reference_evidence") is None:
+        spec = {**spec, "reference_evidence": _reference(cfg, lab, int(spec.get("seed", 0)))}
+        out["reference_s"] = time.monotonic() - t0
     t0 = time.monotonic()
     c = nbgrader_config(cfg, db_path=db, **_config_kwargs(spec))
     c.CourseDirectory.submitted_directory = spec["submitted"]  # absolute: <submissions>/<student>/<lab>/

@@ -49,7 +49,8 @@ def graded(fixlab_course, tmp_path_factory):  # noqa: ANN001, ANN201
     # one slot: the worker the killer takes down must be replaced for the student graded after it
     write_submission(subs, "killer", LAB, replace_cell(ref, "add_solution", KILL_PARENT))
     (subs / "dave").mkdir()
-    write_submission(subs, "dave", LAB, ref).rename(subs / "dave" / f"{LAB}.ipynb")  # no fixlab/ folder
+    write_submission(subs, "dave", LAB, ref).rename(subs / "dave" / f"{LAB}.ipynb")
+    (subs / "dave" / LAB).rmdir()  # dave/fixlab.ipynb, no fixlab/ folder
     write_submission(subs, "carol", LAB, ref).rename(subs / "carol" / LAB / f"{LAB} (1).ipynb")
     (subs / "erin" / "notes").mkdir(parents=True)
     # unsandboxed on purpose: inside the sandbox the kernel cannot reach the worker (its own pid namespace)
@@ -73,7 +74,7 @@ def test_every_student_folder_gets_a_row_naming_found_and_expected(graded) -> No
 
 def test_one_short_reason_per_failing_exercise_and_full_messages_beside_feedback(graded) -> None:  # noqa: ANN001
     cfg, _, df = graded
-    parts = df.loc["blank", "reason"].split("; ")
+    parts = df.loc["blank", "reason"].split(" | ")
     assert [p.split(":")[0] for p in parts] == ["add", "square", "allsum"], parts
     assert all(len(p) < 140 for p in parts), parts
     full = json.loads((cfg.nbgrader_root / "feedback" / "blank" / LAB / "grading.json").read_text())
