@@ -1,0 +1,71 @@
+"""Lab 03 machinery - "FSDP and ZeRO-style sharding". Never a solution: every harness takes the student's
+pieces as arguments.
+
+- ``model``: the lab model (uneven parameter count), data, wrap policies, flat-parameter helpers;
+- ``ledger``: ``MemoryLedger``, live tensor bytes after every op (CPU has no max_memory_allocated);
+- ``traffic``: bytes moved per rank from the course_dist trace, alpha-beta fit of all-gather;
+- ``harness``: rank functions training with ZeRO-1/2/3 (yours), ZeroRedundancyOptimizer and FSDP2;
+- ``checkpoint``: DCP save at one world size, load at another;
+- ``measure``: the trade-off table and plots.
+
+    from course_dist.labkit import lab03
+    course_dist.launch(lab03.train_zero, world_size=2, args=(ShardedAdamW,))
+"""
+
+from course_dist.labkit.lab03.checkpoint import ckpt_resume, ckpt_resume_check, ckpt_train_save
+from course_dist.labkit.lab03.harness import (
+    BATCH,
+    LR,
+    WD,
+    fsdp2_check,
+    shard_model,
+    train_ddp,
+    train_fsdp2,
+    train_single,
+    train_zero,
+    train_zero3,
+    train_zero_redundancy,
+    zero3_check,
+    zero_check,
+)
+from course_dist.labkit.lab03.ledger import MemoryLedger, optimizer_state_bytes, tensor_bytes, watch
+from course_dist.labkit.lab03.measure import plot_tradeoff, time_steps, timing_table, tradeoff_table
+from course_dist.labkit.lab03.model import (
+    POLICIES,
+    Block,
+    LabModel,
+    ModelConfig,
+    after_all_grads,
+    alloc_storage,
+    flatten,
+    free_storage,
+    global_batch,
+    local_batch,
+    make_model,
+    max_abs_diff,
+    model_config,
+    numel,
+    param_dict,
+    summary,
+    unflatten_into,
+    unit_count,
+    view_params,
+    wrap_policy,
+)
+from course_dist.labkit.lab03.traffic import (
+    bytes_moved,
+    collective_counts,
+    fit_alpha_beta,
+    record_single_collectives,
+    time_all_gather,
+    traffic,
+)
+
+__all__ = [
+    "BATCH", "LR", "POLICIES", "WD", "Block", "LabModel", "MemoryLedger", "ModelConfig", "after_all_grads",
+    "alloc_storage", "bytes_moved", "ckpt_resume", "ckpt_resume_check", "ckpt_train_save", "collective_counts", "fit_alpha_beta", "flatten", "fsdp2_check", "free_storage",
+    "global_batch", "local_batch", "make_model", "max_abs_diff", "model_config", "numel",
+    "optimizer_state_bytes", "param_dict", "plot_tradeoff", "summary", "time_steps", "timing_table", "tradeoff_table", "record_single_collectives", "shard_model", "tensor_bytes",
+    "time_all_gather", "traffic", "train_ddp", "train_fsdp2", "train_single", "train_zero", "train_zero3",
+    "train_zero_redundancy", "zero3_check", "zero_check", "unflatten_into", "unit_count", "view_params", "watch", "wrap_policy",
+]

@@ -1,0 +1,277 @@
+"""Rank functions behind lab 03's tests: each trains the lab model a few AdamW steps with the STUDENT's
+pieces (passed in as arguments) and returns final parameters, memory and byte counts. Never a solution.
+
+    course_dist.launch(lab03.train_zero, world_size=2, args=(ShardedAdamW,), trace=True)
+    lab03.train_single(steps=3)          # the oracle: one process, global batch, torch AdamW
+
+Every run uses the same seed on every rank (identical init, no broadcast) and splits one global batch of
+``batch`` samples into contiguous per-rank slices, so "equal to one process" is a well-posed check.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+import course_dist
+from course_dist.labkit.lab03.ledger import (
+    MemoryLedger,
+    optimizer_state_bytes,
+    tensor_bytes,
+    untracked,
+    watch,
+)
+from course_dist.labkit.lab03.model import (
+    flatten,
+    local_batch,
+    make_model,
+    param_dict,
+    unflatten_into,
+    wrap_policy,
+)
+from course_dist.labkit.lab03.traffic import record_single_collectives
+
+LR, WD = 1e-2, 0.01
+BATCH = 12  # global batch: divides by 1, 2, 3 and 4
+
+
+def _loss(model: nn.Module, step: int, batch: int, seed: int, size: str = "lab") -> torch.Tensor:
+    world = dist.get_world_size() if dist.is_initialized() else 1
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    x, y = local_batch(step, batch, world, rank, seed, size)
+    dev = course_dist.device() if dist.is_initialized() else torch.device("cpu")
+    return F.cross_entropy(model(x.to(dev)), y.to(dev))
+
+
+def train_single(steps: int = 3, batch: int = BATCH, seed: int = 0, size: str = "lab",
+                 grads: bool = False) -> dict[str, Any]:
+    """One process, global batch, torch AdamW: the parameters (and last gradients) every sharding must match."""
+    model = make_model(seed, size)
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+    last = {}
+    for step in range(steps):
+        opt.zero_grad(set_to_none=True)
+        x, y = local_batch(step, batch, 1, 0, seed, size)
+        F.cross_entropy(model(x), y).backward()
+        last = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+        opt.step()
+    return {"params": param_dict(model), "grads": last if grads else None}
+
+
+def _average_(params: list[nn.Parameter]) -> None:
+    """DDP's averaging (what ZeRO-1 starts from): all-reduce the gradients (one flat bucket, as DDP's buckets
+    do: one latency instead of one per parameter) and divide by the world size."""
+    world = dist.get_world_size()
+    flat = flatten([p.grad for p in params])
+    dist.all_reduce(flat)
+    flat.div_(world)
+    unflatten_into(flat, [p.grad for p in params])
+
+
+def _import_zero_redundancy() -> Any:
+    """``torch.distributed.optim`` TorchScript-compiles its functional optimizers on import: ~1 s quiet, 10 s
+    on a busy 2-core box. Scripting is irrelevant here, so import it with TorchScript off."""
+    import torch.jit._state as jit_state
+
+    jit_state.disable()
+    try:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+    finally:
+        jit_state.enable()
+    return ZeroRedundancyOptimizer
+
+
+def train_zero(opt_cls: Callable, reduce_fn: Callable | None = None, steps: int = 3, batch: int = BATCH,
+               seed: int = 0) -> dict[str, Any]:
+    """ZeRO-1 (``reduce_fn=None``: gradients all-reduced, then ``opt.step()``) or ZeRO-2 (``reduce_fn(params,
+    opt)`` returns this rank's averaged gradient shard, then ``opt.step(shard)``) with the student's
+    ``opt_cls(params, lr=, weight_decay=)``."""
+    record_single_collectives()
+    model = make_model(seed).to(course_dist.device())
+    params = list(model.parameters())
+    opt = opt_cls(params, lr=LR, weight_decay=WD)
+    grad_bytes = []
+    t0 = time.time()
+    for step in range(steps):
+        for p in params:
+            p.grad = None
+        _loss(model, step, batch, seed).backward()
+        if reduce_fn is None:
+            _average_(params)
+            grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None]))
+            opt.step()
+        else:
+            shard = reduce_fn(params, opt)
+            # what is still held as gradient after the reduction: full grads (should be gone) + the shard
+            grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None] + [shard]))
+            opt.step(shard)
+    window = (t0, time.time())
+    inner = getattr(opt, "optimizer", None)
+    if not isinstance(inner, torch.optim.Optimizer):
+        raise TypeError(f"{opt_cls.__name__} must keep its torch optimizer in .optimizer, got {type(inner)}")
+    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(inner),
+            "grad_bytes": max(grad_bytes), "numel": sum(p.numel() for p in params), "window": window}
+
+
+def train_ddp(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """DDP's arithmetic without DDP: all-reduce-average every gradient, full torch AdamW on every rank (the
+    replicated baseline its bytes and memory are measured against), under the memory ledger."""
+    with MemoryLedger() as ledger:
+        model = make_model(seed).to(course_dist.device())
+        params = list(model.parameters())
+        opt = torch.optim.AdamW(params, lr=LR, weight_decay=WD)
+        t0 = time.time()
+        for step in range(steps):
+            opt.zero_grad(set_to_none=True)
+            _loss(model, step, batch, seed).backward()
+            _average_(params)
+            grad_bytes = tensor_bytes([p.grad for p in params])
+            opt.step()
+        window = (t0, time.time())
+        peak = ledger.peak
+    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(opt),
+            "grad_bytes": grad_bytes, "window": window, "peak_bytes": peak}
+
+
+def train_zero_redundancy(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """torch's ZeRO-1, ``ZeroRedundancyOptimizer(AdamW)`` (partitions whole parameters, not a flat vector)."""
+    ZeroRedundancyOptimizer = _import_zero_redundancy()  # noqa: N806 - a class
+    model = make_model(seed).to(course_dist.device())
+    params = list(model.parameters())
+    opt = ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
+    for step in range(steps):
+        for p in params:
+            p.grad = None
+        _loss(model, step, batch, seed).backward()
+        _average_(params)
+        opt.step()
+    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(opt.optim)}
+
+
+def shard_model(model: nn.Module, policy: str | list[str], unit_cls: Callable, attach: Callable) -> list[Any]:
+    """Build one ``unit_cls(params)`` per wrap unit (deepest first, so a unit owns only parameters no inner
+    unit claimed; the root takes the rest) and call ``attach(module, unit)`` on each. Returns the units."""
+    names = wrap_policy(model, policy)
+    claimed: set[int] = set()
+    units = []
+    for name in sorted(names, key=lambda n: -n.count(".")) + [""]:
+        module = model.get_submodule(name)
+        params = [p for p in module.parameters() if id(p) not in claimed]
+        if not params:
+            continue  # e.g. the root under the "linear" policy
+        claimed.update(id(p) for p in params)
+        unit = unit_cls(params)
+        attach(module, unit)
+        units.append(unit)
+    return units
+
+
+def _zero3_params(model: nn.Module, units: list[Any]) -> dict[str, torch.Tensor]:
+    with torch.no_grad():
+        for u in units:
+            u.gather()
+        out = param_dict(model)
+        for u in units:
+            u.free()
+    return out
+
+
+def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = "block", steps: int = 3,
+                batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """ZeRO-3 by hand with the student's unit class and hooks, under a memory ledger."""
+    record_single_collectives()
+    with MemoryLedger() as ledger:
+        model = make_model(seed).to(course_dist.device())
+        units = shard_model(model, policy, unit_cls, attach)
+        opt = torch.optim.AdamW([u.shard for u in units], lr=LR, weight_decay=WD)
+        watch(model, ledger)
+        ledger.mark("built")
+        steady = []
+        t0 = time.time()
+        for step in range(steps):
+            loss = _loss(model, step, batch, seed)
+            ledger.mark("forward done, backward next")
+            loss.backward()
+            del loss
+            ledger.mark("backward done")
+            opt.step()
+            for u in units:
+                u.shard.grad = None
+            steady.append(ledger.mark("after step"))
+        result = {"peak_bytes": ledger.peak, "peak_at": ledger.peak_at, "steady_bytes": max(steady),
+                  "units": len(units), "largest_unit": max(u_numel(u) for u in units), "policy": str(policy),
+                  "window": (t0, time.time())}
+    result["params"] = _zero3_params(model, units)  # after the window: its gathers are not the training's
+    return result
+
+
+def u_numel(unit: Any) -> int:
+    return sum(p.numel() for p in unit.params)
+
+
+def train_fsdp2(apply_fsdp2: Callable, policy: str | list[str] = "block", reshard: bool = True, steps: int = 3,
+                batch: int = BATCH, seed: int = 0, summed: bool = False) -> dict[str, Any]:
+    """torch FSDP2 applied by the student's ``apply_fsdp2(model, names, reshard_after_forward)``, under the
+    same ledger. ``summed=True`` plants the upstream gloo bug (gradients summed, not averaged)."""
+    record_single_collectives()
+    with MemoryLedger() as ledger:
+        model = make_model(seed).to(course_dist.device())
+        names = wrap_policy(model, policy)
+        model = apply_fsdp2(model, names, reshard) or model
+        opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
+        watch(model, ledger)
+        ledger.mark("built")
+        steady, last = [], {}
+        t0 = time.time()
+        for step in range(steps):
+            opt.zero_grad(set_to_none=True)
+            loss = _loss(model, step, batch, seed)
+            loss.backward()
+            del loss
+            if summed:  # the upstream bug's effect: every gradient world x too large (summed, not averaged).
+                # (set_gradient_divide_factor(1.0) would plant it inside FSDP2, but gloo has no PREMUL_SUM.)
+                for p in model.parameters():
+                    p.grad.mul_(dist.get_world_size())
+            ledger.mark("backward done")
+            if step == steps - 1:
+                with untracked():  # the test's copy of the gradients is not the training's memory
+                    last = {n: (p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad).detach().clone()
+                            for n, p in model.named_parameters() if p.grad is not None}
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            steady.append(ledger.mark("after step"))
+        result = {"peak_bytes": ledger.peak, "peak_at": ledger.peak_at, "steady_bytes": max(steady),
+                  "policy": str(policy), "reshard": reshard, "summed": summed, "window": (t0, time.time())}
+    result["params"] = param_dict(model)
+    result["grads"] = last
+    result["sharded"] = sum(hasattr(p, "to_local") for p in model.parameters())
+    return result
+
+
+def zero3_check(unit_cls: Callable, attach: Callable, policies: list[str], steps: int = 3,
+                batch: int = BATCH, seed: int = 0) -> list[dict[str, Any]]:
+    """One launch, several wrap policies: ``train_zero3`` for each (each with its own window in the trace)."""
+    return [train_zero3(unit_cls, attach, p, steps, batch, seed) for p in policies]
+
+
+def fsdp2_check(apply_fsdp2: Callable, configs: list[dict[str, Any]], steps: int = 3, batch: int = BATCH,
+                seed: int = 0) -> list[dict[str, Any]]:
+    """One launch, several FSDP2 configurations (``{"policy", "reshard", "summed"}`` dicts)."""
+    return [train_fsdp2(apply_fsdp2, c.get("policy", "block"), c.get("reshard", True), steps, batch, seed,
+                        c.get("summed", False)) for c in configs]
+
+
+def zero_check(opt_cls: Callable, reduce_fn: Callable | None = None, steps: int = 3, batch: int = BATCH,
+               seed: int = 0, torch_zero: bool = True) -> dict[str, Any]:
+    """One launch: the DDP baseline, yours (ZeRO-1 or, with ``reduce_fn``, ZeRO-2) and optionally torch's
+    ZeroRedundancyOptimizer, one after the other."""
+    out = {"ddp": train_ddp(steps, batch, seed), "yours": train_zero(opt_cls, reduce_fn, steps, batch, seed)}
+    if torch_zero:
+        out["torch"] = train_zero_redundancy(steps, batch, seed)
+    return out

@@ -1,0 +1,690 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 03 — FSDP and ZeRO-style sharding
+#
+# **Thesis.** *Sharding reduces the steady replicated state, but the wrap boundaries decide the temporary
+# memory and the communication you pay to reconstruct it.*
+#
+# DDP keeps a full copy of parameters, gradients and optimizer state on every rank. ZeRO (Rajbhandari et al.,
+# arXiv 1910.02054) removes the copies in three stages: optimizer state (ZeRO-1), gradients (ZeRO-2),
+# parameters (ZeRO-3, which is what FSDP does). You build all three yourself on a real process group, measure
+# the memory of each and the bytes each moves, hold your ZeRO-3 against torch's FSDP2 (`fully_shard`), and
+# finish with a sharded checkpoint that is saved at one world size and loaded at another.
+#
+# Everything is fp32 on CPU (gloo): 4 bytes of parameter, 4 of gradient and 8 of AdamW state (two moments)
+# per parameter. The lab model has an odd parameter count on purpose: shards are uneven.
+#
+# Stuck? Each exercise names its hint, e.g. `hint("lab03.zero1")` (stage 1), `hint("lab03.zero1", 2)`,
+# `hint("lab03.zero1", 3)`. Grading runs this notebook with `COURSE_FAST=1` (smaller sizes).
+
+# %%
+import math
+import os
+import random
+import tempfile
+
+import pandas as pd
+import torch
+import torch.distributed as dist
+from IPython.display import display
+from torch import nn
+
+import course_dist
+from course_dist import hint, launch, pick  # noqa: F401 - hint is for you to call
+from course_dist.labkit import lab03
+
+pd.set_option("display.precision", 4)
+model = lab03.make_model()
+PSI = lab03.numel(model)
+print(f"fast mode: {course_dist.fast_mode()} | lab model: {lab03.model_config()} | {PSI} parameters")
+print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.POLICIES})
+
+# %% [markdown]
+# ## Exercise 1 — ZeRO-1: a sharded optimizer (18 points, ~20 min)
+#
+# Lay all parameters end to end in one flat vector of `numel` elements. With `world` ranks every rank owns a
+# **contiguous chunk** of `chunk = ceil(numel / world)` elements: rank `r` owns `[r*chunk, (r+1)*chunk)`
+# clipped to `numel` (so the last rank's shard can be shorter, or even empty). `shard_range` returns that
+# `(start, end)`; asking for more shards than there are elements is a mistake: raise `ValueError` naming both
+# numbers.
+#
+# `ShardedAdamW` keeps AdamW's state **only for its shard**: a flat copy of its slice of the parameters in
+# `self.shard`, and a `torch.optim.AdamW` over that one tensor in `self.optimizer` (the tests measure the
+# bytes of `self.optimizer.state`). `step()` is called after the gradients were already averaged on every rank
+# (here by an all-reduce, as DDP does): take your slice of the flat gradient, step, then **all-gather** every
+# rank's updated shard so all ranks hold all updated parameters. `dist.all_gather_single` wants equal-sized
+# pieces: pad your shard to `chunk`. `step(grad_shard)` does the same with a gradient shard you were handed
+# (exercise 2). `lab03.flatten(tensors, numel=None)` concatenates (and zero-pads);
+# `lab03.unflatten_into(flat, tensors)` copies back.
+#
+# The tests: world 2 and 3, 3 AdamW steps, parameters **bitwise equal** to the same run with a full AdamW on
+# every rank (AdamW is elementwise, and every rank sees the same averaged gradient, so sharding changes no
+# arithmetic), optimizer bytes per rank at most `8 x chunk + 64`, and the comparison with torch's
+# `ZeroRedundancyOptimizer`. Stuck? `hint("lab03.zero1")`
+
+# %% nbgrader={"grade": false, "grade_id": "zero1_solution", "locked": false, "schema_version": 3, "solution": true}
+def shard_range(numel: int, world: int, rank: int) -> tuple[int, int]:
+    """``(start, end)`` of ``rank``'s contiguous shard of a flat vector of ``numel`` elements over ``world``
+    ranks: chunk ``ceil(numel / world)``, clipped to ``numel``. ValueError if ``world > numel``."""
+    ### BEGIN SOLUTION
+    if world > numel:
+        raise ValueError(f"cannot cut {numel} parameter elements into {world} shards (more shards than elements)")
+    chunk = math.ceil(numel / world)
+    start = min(rank * chunk, numel)
+    return start, min(start + chunk, numel)
+    ### END SOLUTION
+
+
+class ShardedAdamW:
+    """ZeRO-1: AdamW whose state covers only this rank's shard of the flat parameters."""
+
+    def __init__(self, params: list[nn.Parameter], lr: float = 1e-3, weight_decay: float = 0.01) -> None:
+        self.params = list(params)
+        self.world, self.rank = dist.get_world_size(), dist.get_rank()
+        self.numel = sum(p.numel() for p in self.params)
+        self.chunk = math.ceil(self.numel / self.world)
+        ### BEGIN SOLUTION
+        self.start, self.end = shard_range(self.numel, self.world, self.rank)
+        flat = lab03.flatten([p.detach() for p in self.params])
+        self.shard = flat[self.start:self.end].clone()  # my slice of the parameters: the optimizer's master
+        self.optimizer = torch.optim.AdamW([self.shard], lr=lr, weight_decay=weight_decay)
+        ### END SOLUTION
+
+    @torch.no_grad()
+    def step(self, grad_shard: torch.Tensor | None = None) -> None:
+        """One AdamW step on my shard (gradient: my slice of the averaged ``p.grad``s, or ``grad_shard``),
+        then all-gather the updated shards into every parameter."""
+        ### BEGIN SOLUTION
+        if grad_shard is None:
+            grad_shard = lab03.flatten([p.grad for p in self.params])[self.start:self.end]
+        self.shard.grad = grad_shard.clone()
+        self.optimizer.step()
+        # all_gather_single needs equal pieces: pad my (possibly shorter) shard to chunk
+        padded = lab03.flatten([self.shard], self.chunk)
+        full = padded.new_empty(self.chunk * self.world)
+        dist.all_gather_single(full, padded)
+        lab03.unflatten_into(full, self.params)  # the padded tail is dropped here
+        ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "zero1_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
+for numel_, world_, want in [(10, 3, [(0, 4), (4, 8), (8, 10)]), (5, 4, [(0, 2), (2, 4), (4, 5), (5, 5)]),
+                             (6, 2, [(0, 3), (3, 6)]), (1, 1, [(0, 1)])]:
+    got = [shard_range(numel_, world_, r) for r in range(world_)]
+    assert got == want, f"shard_range(numel={numel_}, world={world_}): {got}, want {want}"
+try:
+    shard_range(3, 4, 0)
+    raise AssertionError("shard_range(numel=3, world=4): more shards than elements must raise ValueError")
+except ValueError as exc:
+    assert "3" in str(exc) and "4" in str(exc), f"the ValueError must name 3 and 4: {exc}"
+
+
+def check_zero1(world, res):
+    for r, out in enumerate(res):
+        err = lab03.max_abs_diff(out["yours"]["params"], out["ddp"]["params"])
+        assert err == 0, f"world {world}, rank {r}: ShardedAdamW vs full AdamW: max |diff| {err:.3g} (want 0)"
+        start, end = shard_range(PSI, world, r)
+        limit = 8 * math.ceil(PSI / world) + 64
+        got = out["yours"]["optimizer_bytes"]
+        assert got <= limit, f"world {world}, rank {r}: optimizer state {got} bytes > {limit} (8 x chunk + 64); " \
+            f"full AdamW holds {out['ddp']['optimizer_bytes']}: is the state really sharded?"
+        err = lab03.max_abs_diff(out["yours"]["params"], out["torch"]["params"])
+        assert err < 1e-6, f"world {world}, rank {r}: vs ZeroRedundancyOptimizer max |diff| {err:.3g}"
+
+
+zero1_w2 = launch(lab03.zero_check, world_size=2, args=(ShardedAdamW,), timeout=90)
+check_zero1(2, zero1_w2)
+zero1_table = pd.DataFrame([{"rank": r, "your optimizer bytes": o["yours"]["optimizer_bytes"],
+                             "ZeroRedundancyOptimizer bytes": o["torch"]["optimizer_bytes"],
+                             "full AdamW bytes": o["ddp"]["optimizer_bytes"]} for r, o in enumerate(zero1_w2)])
+display(zero1_table)
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("zero1_tests")
+rng = random.Random(grading_seed())
+cases = [(10, 3), (5, 4), (6, 2), (1, 1)] + [(rng.randint(1, 500), rng.randint(1, 9)) for _ in range(30)]
+for numel_, world_ in cases:
+    if world_ > numel_:
+        numel_ = world_  # keep these valid; the invalid class is checked below
+    ev.equal(f"shard_range numel={numel_} world={world_}", [list(shard_range(numel_, world_, r))
+                                                           for r in range(world_)])
+
+
+def raises_value_error(numel_, world_):
+    try:
+        shard_range(numel_, world_, 0)
+    except ValueError as exc:
+        return str(numel_) in str(exc) and str(world_) in str(exc)
+    return False
+
+
+ev.equal("shard_range(3, 4) raises ValueError naming both", raises_value_error(3, 4))
+w_bad = rng.randint(5, 9)
+ev.equal(f"shard_range({w_bad - 2}, {w_bad}) raises ValueError naming both", raises_value_error(w_bad - 2, w_bad))
+seed_h = rng.randint(1, 50)
+zero1_w3 = launch(lab03.zero_check, world_size=3, args=(ShardedAdamW,), kwargs={"seed": seed_h}, timeout=90)
+for world, res, seed in [(2, zero1_w2, 0), (3, zero1_w3, seed_h)]:
+    for r, out in enumerate(res):
+        ev.close(f"world {world} seed {seed} rank {r}: parameters", lab03.summary(out["yours"]["params"]),
+                 atol=1e-6)
+        ev.equal(f"world {world} seed {seed} rank {r}: bitwise equal to full AdamW",
+                 lab03.max_abs_diff(out["yours"]["params"], out["ddp"]["params"]) == 0)
+        ev.rule(f"world {world} rank {r}: optimizer bytes", out["yours"]["optimizer_bytes"], rule="common.le",
+                bound=8 * math.ceil(PSI / world) + 64)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Exercise 2 — ZeRO-2: reduce-scatter the gradients (12 points, ~10 min)
+#
+# ZeRO-1 still all-reduces the **whole** gradient onto every rank, then throws away all but a shard. ZeRO-2
+# reduce-scatters instead: every rank receives only the **average** of its own shard. Write
+# `reduce_scatter_grads(params, opt)`: flatten the `p.grad`s padded to `opt.chunk * opt.world`, drop the full
+# gradients (`p.grad = None`, so only the shard stays alive), `dist.reduce_scatter_single` into a
+# `chunk`-sized tensor (a **sum** over ranks: divide by the world size), and return its first
+# `opt.end - opt.start` elements; the harness then calls `opt.step(shard)`.
+#
+# The tests (world 2 and 3): parameters equal to the full-AdamW run (atol 1e-6: gloo may add in another
+# order), gradient bytes held after the reduction at most `4 x chunk`, and the bytes moved per step, counted
+# from the `course_dist` trace, equal to DDP's all-reduce within the padding (1 %). Stuck? `hint("lab03.zero2")`
+
+# %% nbgrader={"grade": false, "grade_id": "zero2_solution", "locked": false, "schema_version": 3, "solution": true}
+@torch.no_grad()
+def reduce_scatter_grads(params: list[nn.Parameter], opt: ShardedAdamW) -> torch.Tensor:
+    """This rank's shard of the gradient averaged over ranks (``opt.end - opt.start`` elements); frees the
+    full ``p.grad``s."""
+    ### BEGIN SOLUTION
+    flat = lab03.flatten([p.grad for p in params], opt.chunk * opt.world)
+    for p in params:
+        p.grad = None  # the full gradients are no longer needed: only my shard stays alive
+    out = flat.new_empty(opt.chunk)
+    dist.reduce_scatter_single(out, flat)  # SUM of chunk r lands on rank r
+    out.div_(opt.world)
+    return out[: opt.end - opt.start]
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "zero2_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
+def check_zero2(world, res):
+    ddp_bytes = lab03.bytes_moved(res.trace, world, 0, 3, res[0]["ddp"]["window"])
+    z2_bytes = lab03.bytes_moved(res.trace, world, 0, 3, res[0]["yours"]["window"])
+    for r, out in enumerate(res):
+        err = lab03.max_abs_diff(out["yours"]["params"], out["ddp"]["params"])
+        assert err < 1e-6, f"world {world}, rank {r}: ZeRO-2 vs full AdamW: max |diff| {err:.3g} (want < 1e-6)"
+        limit = 4 * math.ceil(PSI / world)
+        got = out["yours"]["grad_bytes"]
+        assert got <= limit, f"world {world}, rank {r}: {got} gradient bytes held after the reduction > " \
+            f"{limit} (4 x chunk); DDP holds {out['ddp']['grad_bytes']}: were the full p.grad freed?"
+    assert abs(z2_bytes - ddp_bytes) <= 0.01 * ddp_bytes, \
+        f"world {world}: ZeRO-2 moves {z2_bytes:.0f} bytes per step per rank, DDP {ddp_bytes:.0f} (want within 1 %)"
+    return ddp_bytes, z2_bytes
+
+
+zero2_w2 = launch(lab03.zero_check, world_size=2, args=(ShardedAdamW, reduce_scatter_grads),
+                  kwargs={"torch_zero": False}, trace=True, timeout=90)
+ddp_b, z2_b = check_zero2(2, zero2_w2)
+display(lab03.traffic(zero2_w2.trace, 2, 0, zero2_w2[0]["yours"]["window"]))
+print(f"bytes moved per step per rank: DDP {ddp_b:.0f}, ZeRO-2 {z2_b:.0f}")
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("zero2_tests")
+rng = random.Random(grading_seed() + 2)
+seed_h = rng.randint(1, 50)
+zero2_w3 = launch(lab03.zero_check, world_size=3, args=(ShardedAdamW, reduce_scatter_grads),
+                  kwargs={"torch_zero": False, "seed": seed_h}, trace=True, timeout=90)
+for world, res, seed in [(2, zero2_w2, 0), (3, zero2_w3, seed_h)]:
+    ev.close(f"world {world}: bytes moved per step, ZeRO-2",
+             lab03.bytes_moved(res.trace, world, 0, 3, res[0]["yours"]["window"]), rtol=0.01)
+    for r, out in enumerate(res):
+        ev.close(f"world {world} seed {seed} rank {r}: parameters", lab03.summary(out["yours"]["params"]),
+                 atol=1e-6)
+        ev.rule(f"world {world} rank {r}: gradient bytes after the reduction", out["yours"]["grad_bytes"],
+                rule="common.le", bound=4 * math.ceil(PSI / world))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Exercise 3 — ZeRO-3 by hand: gather, compute, free (24 points, ~30 min)
+#
+# Now shard the parameters themselves. Each **wrap unit** (a module named by the wrap policy; the root takes
+# every parameter no unit claimed) becomes a `FlatParamUnit`:
+# - `__init__`: lay the unit's parameters flat in `self.full` (padded to `chunk * world`), keep your chunk as
+#   `self.shard` (the optimizer steps it), make every parameter a **view** into `self.full`
+#   (`lab03.view_params`), then free `self.full`;
+# - `gather()`: give `self.full` its memory back (`lab03.alloc_storage`) and all-gather every rank's shard
+#   into it: the parameters (views) now hold the full values;
+# - `free()`: release the memory (`lab03.free_storage`: the tensor objects stay, their storage goes to 0
+#   bytes);
+# - `reduce_grads()`: after the unit's backward, reduce-scatter the flattened, padded gradients into
+#   `self.shard.grad` (averaged), drop every `p.grad`, free.
+#
+# `attach_zero3(module, unit)` wires the life cycle with hooks: gather **before forward**, free **after
+# forward** (reshard after forward), gather **again before backward** (a hook on the module's output: its
+# gradient arrives just before the module's own backward), and reduce when the unit's last gradient has been
+# accumulated (`lab03.after_all_grads(params, fn)`).
+#
+# The tests train 3 steps per wrap policy (whole model / per block / per linear) at world 2 (hidden: world 3,
+# another seed): parameters equal to one process on the global batch within 1e-4 (AdamW's first steps magnify
+# float rounding), per step exactly 2 all-gathers and 1 reduce-scatter per unit, and the **peak** of live bytes
+# per rank from the memory ledger (`lab03.MemoryLedger`: it sums the live tensor storages after every
+# operation): strictly falling from whole to block to linear, per block below the steady state plus twice the
+# whole model's parameter bytes (visible), and within 10 % of the reference solution's peak for each policy
+# (hidden). Stuck? `hint("lab03.zero3")`
+
+# %% nbgrader={"grade": false, "grade_id": "zero3_solution", "locked": false, "schema_version": 3, "solution": true}
+class FlatParamUnit:
+    """ZeRO-3: one wrap unit's parameters, flat, sharded over the ranks; gathered only while in use."""
+
+    def __init__(self, params: list[nn.Parameter]) -> None:
+        self.params = list(params)
+        self.world, self.rank = dist.get_world_size(), dist.get_rank()
+        self.numel = sum(p.numel() for p in self.params)
+        self.chunk = math.ceil(self.numel / self.world)
+        ### BEGIN SOLUTION
+        self.full = lab03.flatten([p.detach() for p in self.params], self.chunk * self.world)
+        self.shard = self.full[self.rank * self.chunk:(self.rank + 1) * self.chunk].clone()
+        lab03.view_params(self.params, self.full)  # parameters read whatever self.full holds
+        self.free()
+        ### END SOLUTION
+
+    @torch.no_grad()
+    def gather(self) -> None:
+        ### BEGIN SOLUTION
+        lab03.alloc_storage(self.full)
+        dist.all_gather_single(self.full, self.shard)
+        ### END SOLUTION
+
+    def free(self) -> None:
+        ### BEGIN SOLUTION
+        lab03.free_storage(self.full)
+        ### END SOLUTION
+
+    @torch.no_grad()
+    def reduce_grads(self) -> None:
+        ### BEGIN SOLUTION
+        flat = lab03.flatten([p.grad for p in self.params], self.chunk * self.world)
+        for p in self.params:
+            p.grad = None
+        out = flat.new_empty(self.chunk)
+        dist.reduce_scatter_single(out, flat)
+        self.shard.grad = out.div_(self.world)
+        self.free()
+        ### END SOLUTION
+
+
+def attach_zero3(module: nn.Module, unit: FlatParamUnit) -> None:
+    """Hooks: gather before forward, free after it, gather again before backward, reduce after it."""
+    ### BEGIN SOLUTION
+    def pre_forward(_mod, _args):
+        unit.gather()
+
+    def post_forward(_mod, _args, out):
+        unit.free()  # reshard after forward: the backward gathers again
+        if out.requires_grad:
+            out.register_hook(lambda _grad: unit.gather())  # runs just before this module's backward
+        return out
+
+    module.register_forward_pre_hook(pre_forward)
+    module.register_forward_hook(post_forward)
+    lab03.after_all_grads(unit.params, unit.reduce_grads)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "zero3_tests", "locked": true, "points": 24, "schema_version": 3, "solution": false}
+STEPS = 3
+single = lab03.train_single(steps=STEPS)
+zero3_w2 = launch(lab03.zero3_check, world_size=2, args=(FlatParamUnit, attach_zero3, list(lab03.POLICIES)),
+                  trace=True, timeout=120)
+peaks = {}
+for r, runs in enumerate(zero3_w2):
+    for run in runs:
+        err = lab03.max_abs_diff(run["params"], single["params"])
+        assert err < 1e-4, f"world 2, policy {run['policy']}, rank {r}: vs one process max |diff| {err:.3g}"
+for run in zero3_w2[0]:
+    counts = lab03.collective_counts(zero3_w2.trace, 0, STEPS, run["window"])
+    want = {"all_gather_single": 2.0 * run["units"], "reduce_scatter_single": 1.0 * run["units"]}
+    assert counts == want, f"policy {run['policy']} ({run['units']} units): collectives per step {counts}, " \
+        f"want {want} (gather before forward AND before backward, one reduce-scatter per unit)"
+    peaks[run["policy"]] = run["peak_bytes"]
+assert peaks["whole"] > peaks["block"] > peaks["linear"], f"peak bytes must fall with smaller units: {peaks}"
+bound = zero3_w2[0][1]["steady_bytes"] + 2 * 4 * PSI  # steady shards + twice the whole model's parameters
+assert peaks["block"] < bound, f"per-block peak {peaks['block']} bytes >= {bound} (steady + 2 x the model's " \
+    f"{4 * PSI} parameter bytes): are gathered parameters freed after use?"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("zero3_tests")
+rng = random.Random(grading_seed() + 3)
+seed_h = rng.randint(1, 50)
+zero3_w3 = launch(lab03.zero3_check, world_size=3, args=(FlatParamUnit, attach_zero3, ["block"]),
+                  kwargs={"seed": seed_h}, trace=True, timeout=120)
+single_h = lab03.train_single(steps=STEPS, seed=seed_h)
+for world, res, seed, ref in [(2, zero3_w2, 0, single), (3, zero3_w3, seed_h, single_h)]:
+    for run in res[0]:
+        tag = f"world {world} seed {seed} policy {run['policy']}"
+        ev.close(f"{tag}: parameters", lab03.summary(run["params"]), atol=1e-4)
+        ev.equal(f"{tag}: equals one process (1e-4)", lab03.max_abs_diff(run["params"], ref["params"]) < 1e-4)
+        ev.equal(f"{tag}: collectives per step",
+                 lab03.collective_counts(res.trace, 0, STEPS, run["window"]))
+        ev.close(f"{tag}: peak bytes", float(run["peak_bytes"]), rtol=0.10)
+        ev.close(f"{tag}: steady bytes", float(run["steady_bytes"]), rtol=0.05)
+ev.equal("peaks fall from whole to block to linear", peaks["whole"] > peaks["block"] > peaks["linear"])
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Measure — the memory–collectives trade-off.** The table joins your ledger's peaks with the collectives
+# each policy issues per step (from the trace), and predicts each policy's communication time per step from
+# an α–β fit of this machine's `all_gather` (measured now: `t = α + bytes·β`). The picture puts the policies
+# on one plane; the FSDP2 points join it after exercise 4.
+
+# %%
+ag = launch(lab03.time_all_gather, world_size=2, args=(pick(full=[4096, 2**16, 2**20, 2**22],
+                                                            fast=[4096, 2**16, 2**19]),), timeout=60)[0]
+alpha, beta = lab03.fit_alpha_beta(ag)
+print(f"all_gather on this machine: alpha = {alpha * 1e6:.0f} us, beta = {beta * 1e9:.3f} ns/byte "
+      f"({1 / beta / 1e9 if beta else float('inf'):.2f} GB/s)")
+tradeoff = lab03.tradeoff_table(zero3_w2[0], zero3_w2.trace, 2, alpha, beta, STEPS)
+display(tradeoff)
+_fig = lab03.plot_tradeoff(tradeoff)
+
+# %% [markdown]
+# **Written (4 points).** From the table and the fit: which wrap unit would you choose for this model on this
+# machine, and why? Quote the peaks, the collectives per step and the predicted communication time of each
+# policy. How would the choice move for a model 100x larger, or on a network with 10x the latency α?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "tradeoff_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Quotes the three peaks (whole > block > linear) and collectives per step (2 AG + 1 RS per unit: 3, 3x(blocks+1),
+# 3x linears) and the predicted comm seconds (alpha x collectives + beta x bytes; bytes are the same for every
+# policy, so the policies differ by the alpha term). Chooses by weighing temporary memory against latency terms:
+# on this small model alpha dominates, the whole model or per block; per linear pays the most alphas for a small
+# saving. Larger model: the gathered unit dominates memory, so finer units (per block) win and beta x bytes
+# dwarfs alpha; 10x alpha: coarser units. Mentions prefetch/overlap or FSDP2's per-block convention for full marks.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Exercise 4 — FSDP2 on the same model (16 points, ~15 min)
+#
+# torch's FSDP2 does what you just built: `fully_shard(module, mesh=..., reshard_after_forward=...)` on each
+# wrap unit **and then on the root** (the root takes the remaining parameters and drives the lazy
+# initialisation); parameters become `DTensor`s sharded on dim 0. Write `apply_fsdp2(model, names,
+# reshard_after_forward)` with a 1-D device mesh over all ranks (`init_device_mesh(course_dist.device().type,
+# (world,))`); pass `reshard_after_forward` to every call.
+#
+# Then write `check_averaged(grads, reference, world)`: gradients of a data-parallel run must be the
+# **average** over ranks, i.e. equal to the single-process gradient of the global batch. Compute the ratio
+# `sum(g·r) / sum(r·r)` over all tensors; if it is not within 1e-3 of 1, raise `AssertionError` naming the
+# ratio and, when it is close to `world`, saying the gradients look **summed**. FSDP2 on gloo once summed
+# (pytorch issue 162338); the test plants that effect (gradients multiplied by the world size) and your check must
+# catch it.
+#
+# The tests (world 2): per-block FSDP2 parameters equal to your ZeRO-3's (1e-6); FSDP2's per-step all-gathers
+# per policy, with `reshard_after_forward` True (2 per unit, root included) and False (1 per unit); bytes
+# moved = 1.5x DDP's with resharding, 1x without; peaks from the same ledger. Stuck? `hint("lab03.fsdp2")`
+
+# %% nbgrader={"grade": false, "grade_id": "fsdp2_solution", "locked": false, "schema_version": 3, "solution": true}
+def apply_fsdp2(model: nn.Module, names: list[str], reshard_after_forward: bool = True) -> nn.Module:
+    """``fully_shard`` every module in ``names``, then the root; returns the model."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    ### BEGIN SOLUTION
+    mesh = init_device_mesh(course_dist.device().type, (dist.get_world_size(),))
+    for name in names:
+        fully_shard(model.get_submodule(name), mesh=mesh, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)  # root last
+    return model
+    ### END SOLUTION
+
+
+def check_averaged(grads: dict[str, torch.Tensor], reference: dict[str, torch.Tensor], world: int) -> float:
+    """The ratio ``sum(g*r) / sum(r*r)``; AssertionError naming it unless within 1e-3 of 1 (and saying
+    "summed" when it is close to ``world``)."""
+    ### BEGIN SOLUTION
+    dot = sum(float((grads[k].double() * reference[k].double()).sum()) for k in reference)
+    ref = sum(float((reference[k].double() ** 2).sum()) for k in reference)
+    ratio = dot / ref
+    if abs(ratio - 1) > 1e-3:
+        why = f" - summed over {world} ranks, not averaged?" if abs(ratio - world) < 1e-2 * world else ""
+        raise AssertionError(f"gradients are {ratio:.4f}x the single-process gradient{why}")
+    return ratio
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "fsdp2_tests", "locked": true, "points": 16, "schema_version": 3, "solution": false}
+configs = [{"policy": "block", "reshard": True}, {"policy": "block", "reshard": False},
+           {"policy": "whole", "reshard": True}, {"policy": "linear", "reshard": True},
+           {"policy": "block", "reshard": True, "summed": True}]
+fsdp2_w2 = launch(lab03.fsdp2_check, world_size=2, args=(apply_fsdp2, configs), trace=True, timeout=120)
+runs = fsdp2_w2[0]
+assert all(r["sharded"] == len(list(model.parameters())) for r in runs), \
+    f"every parameter must be a sharded DTensor: {[r['sharded'] for r in runs]} of {len(list(model.parameters()))}"
+mine = {run["policy"]: run for run in zero3_w2[0]}
+err = lab03.max_abs_diff(runs[0]["params"], mine["block"]["params"])
+assert err < 1e-6, f"FSDP2 per block vs your ZeRO-3 per block: max |diff| {err:.3g} (want < 1e-6)"
+grads_ref = lab03.train_single(steps=STEPS, grads=True)["grads"]
+assert abs(check_averaged(runs[0]["grads"], grads_ref, 2) - 1) < 1e-3
+try:
+    check_averaged(runs[4]["grads"], grads_ref, 2)
+    raise AssertionError("FSDP2 with summed gradients passed check_averaged")
+except AssertionError as exc:
+    assert "summed" in str(exc), f"the planted bug (summed gradients) must be named 'summed': {exc}"
+ddp_bytes = ddp_b
+fsdp_rows = []
+for cfg, run in zip(configs[:4], runs[:4], strict=True):
+    counts = lab03.collective_counts(fsdp2_w2.trace, 0, STEPS, run["window"])
+    units = lab03.unit_count(model, cfg["policy"])
+    want = (2 if cfg["reshard"] else 1) * units
+    assert counts.get("all_gather_single") == want, \
+        f"FSDP2 {cfg}: {counts.get('all_gather_single')} all-gathers per step, want {want} ({units} units)"
+    moved = lab03.bytes_moved(fsdp2_w2.trace, 2, 0, STEPS, run["window"])
+    fsdp_rows.append({"policy": cfg["policy"], "reshard_after_forward": cfg["reshard"],
+                      "peak_bytes": run["peak_bytes"], "your ZeRO-3 peak": mine[cfg["policy"]]["peak_bytes"],
+                      "collectives_per_step": sum(counts.values()), "bytes_per_step": moved,
+                      "x DDP bytes": moved / ddp_bytes})
+fsdp_table = pd.DataFrame(fsdp_rows)
+display(fsdp_table)
+assert abs(fsdp_table.loc[0, "x DDP bytes"] - 1.5) < 0.02 and abs(fsdp_table.loc[1, "x DDP bytes"] - 1.0) < 0.02, \
+    f"bytes vs DDP (want 1.5 with resharding, 1.0 without): {fsdp_table['x DDP bytes'].tolist()}"
+_fig = lab03.plot_tradeoff(tradeoff, fsdp_table[fsdp_table["reshard_after_forward"]])
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("fsdp2_tests")
+rng = random.Random(grading_seed() + 4)
+for cfg, run in zip(configs, runs, strict=True):
+    tag = f"FSDP2 world 2 {cfg}"
+    ev.close(f"{tag}: parameters", lab03.summary(run["params"]), atol=1e-5)
+    ev.equal(f"{tag}: sharded parameters", run["sharded"])
+    ev.equal(f"{tag}: collectives per step", lab03.collective_counts(fsdp2_w2.trace, 0, STEPS, run["window"]))
+    ev.close(f"{tag}: peak bytes", float(run["peak_bytes"]), rtol=0.05)
+ev.close("FSDP2 bytes per step / DDP", fsdp_table["x DDP bytes"].tolist(), atol=0.02)
+
+
+def verdict(grads, world):
+    try:
+        check_averaged(grads, grads_ref, world)
+        return "passed"
+    except AssertionError as exc:
+        return "summed" if "summed" in str(exc) else "failed"
+
+
+ev.equal("check_averaged on FSDP2's averaged gradients", verdict(runs[0]["grads"], 2))
+ev.equal("check_averaged on FSDP2's summed gradients", verdict(runs[4]["grads"], 2))
+k = rng.choice([0.5, 1.01, 3.0])
+ev.equal(f"check_averaged on gradients x{k} (world 3)",
+         verdict({n: g * k for n, g in runs[0]["grads"].items()}, 3))
+ev.equal("check_averaged on gradients x3 at world 3", verdict({n: g * 3 for n, g in runs[0]["grads"].items()}, 3))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Exercise 5 — Sharded checkpoint, resharded at load; the solution card (12 + 8 points, ~15 min)
+#
+# A sharded job must save sharded: gathering a model that does not fit one rank onto one rank defeats the
+# purpose. `torch.distributed.checkpoint` (DCP) writes one file per rank plus `.metadata` (global shapes and
+# where each piece lives) and **reshards at load**: a checkpoint written at world 2 loads at world 3.
+#
+# Write `save_sharded(model, optimizer, path)`: `get_state_dict(model, optimizer)` (from
+# `torch.distributed.checkpoint.state_dict`) and `dcp.save({"model": ..., "optim": ...}, checkpoint_id=path)`.
+# Write `load_sharded(model, optimizer, path)`: first compare the checkpoint with the model — the global
+# shapes of the saved tensors are in `dcp.FileSystemReader(path).read_metadata().state_dict_metadata` under
+# keys `"model.<name>"` (`.size`); the model's own are in `get_model_state_dict(model)`. A missing or extra
+# tensor, or a different shape, raises `ValueError` naming the tensor and both shapes. Then `get_state_dict`
+# (that allocates the optimizer state to load into), `dcp.load(state, checkpoint_id=path)` (in place), and
+# `set_state_dict(model, optimizer, model_state_dict=..., optim_state_dict=...)`.
+#
+# The tests: FSDP2 per block, 2 steps at world 2, save; a fresh model at world 3 (initialised from another
+# seed: only the checkpoint can make it right) loads and takes step 3: equal to the uninterrupted world-2 run
+# (1e-5); the same checkpoint into a model with wider blocks raises the `ValueError` (naming a `blocks.0.fc1` tensor). Stuck? `hint("lab03.ckpt")`
+
+# %% nbgrader={"grade": false, "grade_id": "ckpt_solution", "locked": false, "schema_version": 3, "solution": true}
+import torch.distributed.checkpoint as dcp  # noqa: E402
+from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict, set_state_dict  # noqa: E402
+
+
+def save_sharded(model: nn.Module, optimizer: torch.optim.Optimizer, path: str) -> None:
+    """Every rank writes its shards of the model and optimizer state (SPMD)."""
+    ### BEGIN SOLUTION
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+    ### END SOLUTION
+
+
+def load_sharded(model: nn.Module, optimizer: torch.optim.Optimizer, path: str) -> None:
+    """Load ``path`` into this (possibly differently sharded) model and optimizer; ValueError naming the
+    tensor and both shapes if the checkpoint is of a different model."""
+    ### BEGIN SOLUTION
+    saved = dcp.FileSystemReader(path).read_metadata().state_dict_metadata
+    in_ckpt = {k[len("model."):]: tuple(m.size) for k, m in saved.items() if k.startswith("model.")}
+    mine = {k: tuple(t.shape) for k, t in get_model_state_dict(model).items()}
+    for key in sorted(set(in_ckpt) | set(mine)):
+        if in_ckpt.get(key) != mine.get(key):
+            raise ValueError(f"checkpoint {path} is of a different model: {key} has shape {in_ckpt.get(key)} "
+                             f"there and {mine.get(key)} here")
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=path)  # in place, into this world size's shards
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ckpt_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
+def check_ckpt(save_world, load_world, root):
+    path = os.path.join(root, f"ckpt-{save_world}to{load_world}")
+    saved = launch(lab03.ckpt_train_save, world_size=save_world, args=(apply_fsdp2, save_sharded, path, 2, 3),
+                   timeout=120)
+    files = sorted(os.listdir(path))
+    assert ".metadata" in files and len(files) == save_world + 1, \
+        f"saved at world {save_world}: files {files} (want .metadata and one .distcp per rank)"
+    resumed = launch(lab03.ckpt_resume_check, world_size=load_world, args=(apply_fsdp2, load_sharded, path, 2),
+                     timeout=120)
+    for r, out in enumerate(resumed):
+        err = lab03.max_abs_diff(out["params"], saved[0]["params"])
+        assert err < 1e-5, f"saved at world {save_world}, step 3 at world {load_world}, rank {r}: vs the " \
+            f"uninterrupted run max |diff| {err:.3g} (want < 1e-5)"
+        msg = out["wrong_model_error"]
+        assert msg and "blocks.0.fc1." in msg, \
+            f"loading into a model with wider blocks must raise ValueError naming a blocks.0.fc1 tensor: got {msg!r}"
+    return saved, resumed
+
+
+ckpt_root = tempfile.mkdtemp(prefix="lab03-ckpt-")
+saved_2, resumed_3 = check_ckpt(2, 3, ckpt_root)
+load_s = max(r["load_s"] for r in resumed_3)
+print(f"saved in {saved_2[0]['save_s']:.3f} s at world 2; resharded load at world 3 took {load_s:.3f} s")
+print("wrong model:", resumed_3[0]["wrong_model_error"])
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("ckpt_tests")
+saved_3, resumed_2 = check_ckpt(3, 2, ckpt_root)
+for label, res in [("world 2 -> 3", resumed_3), ("world 3 -> 2", resumed_2)]:
+    for r, out in enumerate(res):
+        ev.close(f"{label} rank {r}: parameters after the resumed step", lab03.summary(out["params"]), atol=1e-5)
+        ev.equal(f"{label} rank {r}: wrong model named", "blocks.0.fc1." in (out["wrong_model_error"] or ""))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **The solution card.** Which sharding should this course's training job use? Time one step of DDP, your
+# ZeRO-3 and FSDP2 (per block, world 2; no ledger) and fill the card for the configuration **you** pick:
+# latency (s/step), cost (bytes moved per step per rank), capacity (the largest parameter count whose peak fits
+# 8 GiB per rank, scaling your measured peak per parameter of that configuration), and fallback (the seconds to
+# resume from the sharded checkpoint at another world size, measured above).
+
+# %%
+timing = launch(lab03.time_steps, world_size=2, trace=True, timeout=120, args=([
+    {"impl": "ddp"}, {"impl": "zero3", "policy": "block", "unit_cls": FlatParamUnit, "attach": attach_zero3},
+    {"impl": "fsdp2", "policy": "block", "apply_fsdp2": apply_fsdp2}],), kwargs={"steps": pick(full=10, fast=4)})
+timing_tbl = lab03.timing_table(timing)
+ddp_peak = zero1_w2[0]["ddp"]["peak_bytes"]  # the replicated run of exercise 1, same ledger
+timing_tbl["peak_bytes"] = [ddp_peak, mine["block"]["peak_bytes"], fsdp_table.loc[0, "peak_bytes"]]
+display(timing_tbl)
+
+# %% nbgrader={"grade": false, "grade_id": "card_solution", "locked": false, "schema_version": 3, "solution": true}
+from course_dist.card import Limit, SolutionCard  # noqa: E402
+
+BUDGET = 8 * 2**30
+### BEGIN SOLUTION
+pick_row = timing_tbl[timing_tbl["impl"] == "fsdp2"].iloc[0]  # per-block FSDP2: torch's, sharded, measured
+card = SolutionCard(
+    lab="lab03",
+    latency=Limit(float(pick_row["step_s"]), "s/step", "FSDP2 per block, world 2, gloo CPU, lab model"),
+    cost=Limit(float(pick_row["bytes_per_step"]), "bytes moved per step per rank", "1.5x DDP's (ZeRO-3)"),
+    capacity=Limit(float(BUDGET * PSI / pick_row["peak_bytes"]), "parameters per rank",
+                   "8 GiB per rank, peak per parameter as measured here (activations at this batch)"),
+    fallback=Limit(float(load_s), "s to resume at another world size", "DCP resharded load, world 2 -> 3"),
+    justification=("FSDP2 per block keeps only a shard of parameters, gradients and AdamW state on each rank "
+                   "and gathers one block at a time, so its peak is the sharded state plus one block; it moves "
+                   "1.5x DDP's bytes, which on this 2-core box costs step time against DDP, but it is the only "
+                   "option whose capacity grows with the number of ranks. Its sharded checkpoint reloads at "
+                   "another world size, so a lost rank costs a restart, not the run."),
+)
+### END SOLUTION
+card
+
+# %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 8, "schema_version": 3, "solution": false}
+# the measured configuration the card describes: the row nearest to its latency and cost
+miss = ((timing_tbl["step_s"] - card.latency.value).abs() / timing_tbl["step_s"]
+        + (timing_tbl["bytes_per_step"] - card.cost.value).abs() / timing_tbl["bytes_per_step"])
+row = timing_tbl.loc[miss.idxmin()]
+print(f"the card describes: {row['impl']} (policy {row['policy']})")
+measured = {"latency": float(row["step_s"]), "cost": float(row["bytes_per_step"]),
+            "capacity": float(BUDGET * PSI / row["peak_bytes"]), "fallback": float(load_s)}
+course_dist.check_card(card, measured=measured)
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence
+
+ev = Evidence("card_tests")
+ev.rule("card", {"card": {"lab": card.lab, "justification": card.justification,
+                          **{n: (None if getattr(card, n) is None else
+                                 {"value": getattr(card, n).value, "unit": getattr(card, n).unit,
+                                  "note": getattr(card, n).note})
+                             for n in ("latency", "cost", "capacity", "fallback")}},
+                 "measured": measured}, rule="common.card", rtol=0.25)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Written (8 points).** Justify the card: which configuration did you pick and why, quoting the step times,
+# bytes per step and peaks of DDP, your ZeRO-3 and FSDP2. What limits the capacity number (what does it leave
+# out), when would DDP be the better choice, and what does the fallback number buy you when a rank dies?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 8, "schema_version": 3, "solution": true}
+# === BEGIN MARK SCHEME ===
+# Quotes the three step times and bytes per step (ZeRO-3/FSDP2 ~1.5x DDP's bytes; DDP fastest on 2 cores when the
+# model fits) and the peaks (DDP 16 bytes/param replicated vs sharded state + one gathered unit). Picks with a
+# reason tied to capacity vs latency; says DDP is better when the replicated state fits and bandwidth is scarce.
+# Capacity leaves out activations growing with batch/sequence, fragmentation, prefetch buffers, and assumes the
+# peak scales linearly with parameters. Fallback: a resharded DCP load lets the job continue at a different world
+# size after losing a rank (lab 04: elastic restart), losing only the work since the last checkpoint.
+# === END MARK SCHEME ===
