@@ -31,7 +31,9 @@ def _refit(sizes: list[float], times: list[float], collective: str, world: int) 
     return (mt - slope * mx) / RING[collective][0](world), slope
 
 
-def fits_match(student_value: Any, reference_value: Any = None, *, world: int = 2, rtol: float = 1e-6) -> None:
+def fits_match(
+    student_value: Any, reference_value: Any = None, *, world: int = 2, rtol: float = 1e-6
+) -> None:
     """``{collective: {"bytes": [...], "time_s": [...], "alpha": a, "beta": b}}``: every collective the
     reference fitted is present, and (a, b) equal the refit of the student's own numbers."""
     assert isinstance(student_value, dict), f"expected a dict of fits per collective, got {student_value!r}"
@@ -41,21 +43,32 @@ def fits_match(student_value: Any, reference_value: Any = None, *, world: int = 
         a, b = _refit(rec["bytes"], rec["time_s"], coll, world)
         scale_a = max(abs(a), 1e-9)  # alpha near 0 on a fast link: compare on a microsecond scale
         got_a, got_b = float(rec["alpha"]), float(rec["beta"])
-        assert math.isfinite(got_a) and abs(got_a - a) <= rtol * scale_a + 1e-12, \
+        assert math.isfinite(got_a) and abs(got_a - a) <= rtol * scale_a + 1e-12, (
             f"{coll}: alpha {got_a:.6g} s, the refit of your measurements gives {a:.6g} s"
-        assert math.isfinite(got_b) and abs(got_b - b) <= rtol * abs(b) + 1e-18, \
+        )
+        assert math.isfinite(got_b) and abs(got_b - b) <= rtol * abs(b) + 1e-18, (
             f"{coll}: beta {got_b:.6g} s/B, the refit of your measurements gives {b:.6g} s/B"
+        )
 
 
 def _decide(c: dict[str, list], kw: dict[str, Any]) -> tuple[str, int] | None:
     rows = [dict(zip(c, vals, strict=True)) for vals in zip(*c.values(), strict=True)]
-    ok = [r for r in rows if r["mem_bytes"] <= kw["mem_budget"] and r["tp"] <= kw["gpus_per_node"]
-          and r["dp"] * kw["micro_batch"] <= kw["global_batch"] and r["ranks"] <= kw["max_ranks"]]
+    ok = [
+        r
+        for r in rows
+        if r["mem_bytes"] <= kw["mem_budget"]
+        and r["tp"] <= kw["gpus_per_node"]
+        and r["dp"] * kw["micro_batch"] <= kw["global_batch"]
+        and r["ranks"] <= kw["max_ranks"]
+    ]
     if not ok:
         return None
     best = min(r["step_s"] for r in ok)
-    near = [(r["ranks"], r["step_s"], i, r) for i, r in enumerate(ok)
-            if r["step_s"] <= best * (1 + kw.get("tolerance", 0.05))]
+    near = [
+        (r["ranks"], r["step_s"], i, r)
+        for i, r in enumerate(ok)
+        if r["step_s"] <= best * (1 + kw.get("tolerance", 0.05))
+    ]
     r = min(near, key=lambda t: t[:3])[3]
     return (r["strategy"], int(r["ranks"]))
 

@@ -229,6 +229,7 @@ for i in range(10):
             rng.randint(1, 64))
     ev.close(f"metrics {i}", baseline_metrics(*args), rtol=1e-9)
 ev.equal("target not reached", baseline_metrics(0.5, 8, None, 1.0, 3)["cost_to_target"])
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -382,6 +383,7 @@ for b in (1, 16, rng.randint(2, 64)):
     ev.close(f"activation formula batch {b}",
              float(mlp_activation_bytes(b, cfg.d_model, cfg.d_hidden, cfg.layers, cfg.classes)), rtol=0.0)
 ev.close("activation formula other shape", float(mlp_activation_bytes(3, 7, 11, 5, 2, dtype_bytes=2)), rtol=0.0)
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -399,7 +401,7 @@ for label, n, kw in [("lab model, fp32 Adam, 1 rank", n_lab, dict(param_bytes=4,
 display(pd.DataFrame(rows).set_index("configuration").rename(columns=lambda c: f"{c} (GB)"))
 
 # %% [markdown]
-# ## Exercise 3 — Communication cost (16 points + 4 written, ~20 min)
+# ## Exercise 3 — Communication cost (20 points, ~20 min)
 #
 # The α–β model of one collective of `S` bytes over `N` ranks on a ring:
 # `t = steps(N) * alpha + bus_factor(N) * S * beta`, where `alpha` is the latency of one message and `beta`
@@ -504,6 +506,7 @@ for i in range(10):
     ev.close(f"break-even {i}", dp_break_even_batch(args[0] / 100 + 1e-6, *args[1:]) if args[2] > 1 else 0.0,
              rtol=1e-9)
 ev.equal("step time world 1", ddp_step_time(0.3, 1e9, 1, 1e-3, 1e-9))
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -534,7 +537,7 @@ display(fit_table)
 _ax = lab01.plot_alpha_beta(meas)
 
 # %% [markdown]
-# **Eight workers slower than one, predicted.** A simulated cluster calibrated by the all-reduce fit: the
+# **Are eight workers slower than one?** A simulated cluster calibrated by the all-reduce fit: the
 # lab model's fp32 gradients, the baseline's measured compute per sample, the brief's global batch split over
 # `N` ranks (strong scaling), no overlap.
 
@@ -567,13 +570,14 @@ fitrows = meas[meas["set"] == "fit"]
 ev.rule("real fits", {c: {"bytes": [float(v) for v in g["bytes"]], "time_s": [float(v) for v in g["time_s"]],
                           "alpha": fits[c][0], "beta": fits[c][1]} for c, g in fitrows.groupby("collective")},
         rule="lab01.fits_match", world=2, rtol=1e-6)
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # **Written (4 points).** From the fit table and the scaling prediction: quote α and the bus bandwidth of
 # all_reduce, reduce_scatter and broadcast on this machine and say which differs from what NCCL's ratios would
-# predict and why; quote the held-out prediction error; explain in one or two sentences *why* more ranks are
-# slower here, and what per-rank batch (or compute per byte) would make data parallelism pay at world 8.
+# predict and why; quote the held-out prediction error; explain in one or two sentences where the predicted
+# throughput peaks and why it falls beyond that world size, and what per-rank batch (or compute per byte) would make data parallelism pay at world 8.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "comm_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
 # === BEGIN MARK SCHEME ===
@@ -721,7 +725,7 @@ from course_dist.evidence import Evidence
 ev = Evidence("tp_tests")
 
 
-def tp_evidence(res, world):
+def tp_evidence(ev, res, world):
     for r, out in enumerate(res):
         ev.close(f"world {world} rank {r} max diffs", {"output": out["output"], "input_grad": out["input_grad"],
                                                        **out["grads"], **out["vs_torch"]}, atol=1e-5)
@@ -729,12 +733,13 @@ def tp_evidence(res, world):
         ev.equal(f"world {world} rank {r} all-reduces", lab01.count_in_window(res.trace, r, out["window"]))
 
 
-tp_evidence(tp_res, 2)
+tp_evidence(ev, tp_res, 2)
 ev.equal("refusals name the numbers", [m is not None and f in m for m, f in
                                        zip(tp_res[0]["refusals"].values(), ("7", "5"), strict=True)])
 for world in pick(full=[3, 4], fast=[3]):
-    tp_evidence(launch(lab01.compare_rank, world_size=world, args=(ColumnParallelLinear, RowParallelLinear, 12,
+    tp_evidence(ev, launch(lab01.compare_rank, world_size=world, args=(ColumnParallelLinear, RowParallelLinear, 12,
                                                                    24 * world), trace=True, timeout=60), world)
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -751,7 +756,7 @@ display(pd.DataFrame([{"tp": t, "compute saved per block (s)": block_compute * (
                       for t in (2, 4, 8)]))
 
 # %% [markdown]
-# ## Exercise 5 — Decide, and the solution card (12 points + 10 written, ~10 min)
+# ## Exercise 5 — Decide, and the solution card (22 points, ~10 min)
 #
 # A decision is a choice among candidates whose costs you can now compute. `decide(candidates, ...)` receives
 # a DataFrame with one row per candidate configuration — columns `strategy` ("none", "dp", "zero", "tp",
@@ -816,6 +821,7 @@ for i in range(40):
     kw["tolerance"] = rng.choice([0.0, 0.05, 0.2])
     got = choice(table, kw)
     ev.equal(f"random scenario {i}", got.split(":")[0] if isinstance(got, str) else list(got))
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -891,6 +897,7 @@ ev.equal("drill names the dead stage", drill["reported rank"])
 ev.rule("decision is decide() of the candidates", {"candidates": cands.to_dict("list"), "kw": decision_kw,
                                                    "chosen": [chosen["strategy"], int(chosen["ranks"])]},
         rule="lab01.decision_consistent")
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -913,7 +920,7 @@ ev.rule("decision is decide() of the candidates", {"candidates": cands.to_dict("
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# ## Stretch A — Pipeline schedules (10 points, optional, ~20 min)
+# ## Stretch A — Pipeline schedules (10 points, ~20 min, optional)
 #
 # Cut the lab model's blocks into `p` stages, one per rank, and the batch into `m` micro-batches. A schedule
 # is, per stage, the order of its actions: `("F", i)` runs micro-batch `i` forward (receiving its activation
@@ -991,6 +998,7 @@ ev.equal("p=2 m=4 peaks", {k: [r["peak_held"] for r in v] for k, v in pipe.items
 ev.close("p=2 m=4 loss", {k: v[1]["loss"] for k, v in pipe.items()}, atol=1e-6)
 if not course_dist.fast_mode():  # three real stages (the schedules above are checked at p = 3 either way)
     ev.equal("p=3 m=3 peaks", {k: [r["peak_held"] for r in v] for k, v in check_pipeline(3, 3).items()})
+del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -11,7 +11,13 @@ One concept per file, re-exported here so that notebooks say ``lab01.<name>``:
 - ``plots``: the lab's pictures.
 """
 
-from course_dist.labkit.lab01.comm import COLLECTIVES, measure_collectives, relative_error, ring_constants, synthetic
+from course_dist.labkit.lab01.comm import (
+    COLLECTIVES,
+    measure_collectives,
+    relative_error,
+    ring_constants,
+    synthetic,
+)
 from course_dist.labkit.lab01.decide import SCENARIOS, lab_candidates, max_params, random_scenario, scenario
 from course_dist.labkit.lab01.frame import measure_baseline
 from course_dist.labkit.lab01.model import (
@@ -39,11 +45,39 @@ from course_dist.labkit.lab01.plots import plot_alpha_beta, plot_scaling_predict
 from course_dist.labkit.lab01.tp import compare_rank, count_in_window, refuses, time_tp_rank, torch_tp_rank
 
 __all__ = [
-    "COLLECTIVES", "SCENARIOS", "Block", "LabMLP", "ModelConfig", "build_model", "check_actions", "compare_rank",
+    "COLLECTIVES",
+    "SCENARIOS",
+    "Block",
+    "LabMLP",
+    "ModelConfig",
+    "build_model",
+    "check_actions",
+    "compare_rank",
     "compare_schedules",
-    "count_in_window", "kill_drill", "lab_candidates", "live_state_bytes", "make_data", "measure_activations",
-    "max_params", "measure_baseline", "measure_collectives", "measure_state", "model_config", "n_params", "plot_alpha_beta",
-    "plot_scaling_prediction", "random_scenario", "refuses", "relative_error", "ring_constants",
-    "run_schedule", "saved_activation_bytes", "scenario", "single_process", "synthetic", "time_tp_rank",
-    "torch_schedule", "torch_tp_rank",
+    "count_in_window",
+    "kill_drill",
+    "lab_candidates",
+    "live_state_bytes",
+    "make_data",
+    "measure_activations",
+    "max_params",
+    "measure_baseline",
+    "measure_collectives",
+    "measure_state",
+    "model_config",
+    "n_params",
+    "plot_alpha_beta",
+    "plot_scaling_prediction",
+    "random_scenario",
+    "refuses",
+    "relative_error",
+    "ring_constants",
+    "run_schedule",
+    "saved_activation_bytes",
+    "scenario",
+    "single_process",
+    "synthetic",
+    "time_tp_rank",
+    "torch_schedule",
+    "torch_tp_rank",
 ]

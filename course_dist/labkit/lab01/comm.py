@@ -5,10 +5,10 @@ The alpha-beta model of one collective of ``S`` bytes over ``N`` ranks on a ring
 
     t = steps(N) * alpha + bus_factor(N) * S * beta
 
-``steps`` is the number of sequential messages (latency terms) and ``bus_factor`` the fraction of ``S`` each rank
-sends (nccl-tests' "bus bandwidth" convention: busbw = algbw * bus_factor). gloo implements some collectives
-differently (reduce_scatter naively, broadcast as a tree): that is why alpha and beta are fitted per collective
-and per backend, never borrowed from NCCL's ratios.
+``steps`` is the number of sequential messages (latency terms) and ``bus_factor`` the fraction of ``S`` each
+rank sends (nccl-tests' "bus bandwidth" convention: busbw = algbw * bus_factor). gloo implements some
+collectives differently (reduce_scatter naively, broadcast as a tree): that is why alpha and beta are fitted
+per collective and per backend, never borrowed from NCCL's ratios.
 """
 
 from __future__ import annotations
@@ -43,8 +43,15 @@ def ring_constants(collective: str, world: int) -> tuple[int, float]:
     }[collective]
 
 
-def synthetic(collective: str, world: int, alpha: float, beta: float, sizes: list[int], noise: float = 0.0,
-              seed: int = 0) -> list[float]:
+def synthetic(
+    collective: str,
+    world: int,
+    alpha: float,
+    beta: float,
+    sizes: list[int],
+    noise: float = 0.0,
+    seed: int = 0,
+) -> list[float]:
     """Times a perfect ring would show, times (1 + noise * N(0, 1)) multiplicative noise."""
     steps, factor = ring_constants(collective, world)
     rng = random.Random(seed)
@@ -64,6 +71,7 @@ def _time_one(op: str, nbytes: int, reps: int) -> float:
     elif op == "broadcast":
         fn = lambda: dist.broadcast(x, src=0)  # noqa: E731
     elif op == "send_recv":
+
         def fn() -> None:  # rank 0 -> rank 1 (one message); others idle
             if r == 0:
                 dist.send(x, 1)
@@ -88,7 +96,9 @@ def _time_one(op: str, nbytes: int, reps: int) -> float:
 def _measure_rank(ops: list[str], sizes: list[int], reps: int) -> list[dict[str, Any]]:
     import warnings
 
-    warnings.filterwarnings("ignore", category=FutureWarning)  # *_into_tensor / *_tensor renames in torch 2.13
+    warnings.filterwarnings(
+        "ignore", category=FutureWarning
+    )  # *_into_tensor / *_tensor renames in torch 2.13
     world = dist.get_world_size()
     rows = []
     for op in ops:
@@ -99,9 +109,15 @@ def _measure_rank(ops: list[str], sizes: list[int], reps: int) -> list[dict[str,
     return rows
 
 
-def measure_collectives(sizes: list[int], world: int = 2, ops: tuple[str, ...] = COLLECTIVES, reps: int = 5,
-                        timeout: float = 120.0) -> pd.DataFrame:
-    """Fastest of ``reps`` times (max over ranks) of each collective at each message size, one launch of ``world`` ranks.
+def measure_collectives(
+    sizes: list[int],
+    world: int = 2,
+    ops: tuple[str, ...] = COLLECTIVES,
+    reps: int = 5,
+    timeout: float = 120.0,
+) -> pd.DataFrame:
+    """Fastest of ``reps`` times (max over ranks) of each collective at each message size, one launch of
+    ``world`` ranks.
 
     Columns collective, world, bytes, time_s. ``bytes`` is S of the model above (all_gather / reduce_scatter:
     the full tensor, ``world`` x the per-rank shard ``size``).

@@ -16,38 +16,69 @@ COLUMNS = ["strategy", "dp", "zero", "tp", "pp", "ranks", "mem_bytes", "step_s"]
 GB = 1e9
 
 
-def _row(strategy: str, dp: int = 1, zero: int = 0, tp: int = 1, pp: int = 1, mem: float = 1.0,
-         step: float = 1.0) -> dict:
-    return {"strategy": strategy, "dp": dp, "zero": zero, "tp": tp, "pp": pp, "ranks": dp * tp * pp,
-            "mem_bytes": float(mem), "step_s": float(step)}
+def _row(
+    strategy: str, dp: int = 1, zero: int = 0, tp: int = 1, pp: int = 1, mem: float = 1.0, step: float = 1.0
+) -> dict:
+    return {
+        "strategy": strategy,
+        "dp": dp,
+        "zero": zero,
+        "tp": tp,
+        "pp": pp,
+        "ranks": dp * tp * pp,
+        "mem_bytes": float(mem),
+        "step_s": float(step),
+    }
 
 
 def scenario(name: str) -> tuple[pd.DataFrame, dict]:
     """A named scenario: (candidates, keyword arguments of ``decide``). Names: ``SCENARIOS``."""
     kw = {"mem_budget": 80 * GB, "global_batch": 512, "micro_batch": 8, "gpus_per_node": 8, "max_ranks": 64}
     if name == "do not split":  # communication costs more than the split saves
-        rows = [_row("none", mem=20 * GB, step=1.00), _row("dp", dp=2, mem=20 * GB, step=1.10),
-                _row("dp", dp=8, mem=20 * GB, step=1.60), _row("zero", dp=8, zero=1, mem=9 * GB, step=1.70)]
+        rows = [
+            _row("none", mem=20 * GB, step=1.00),
+            _row("dp", dp=2, mem=20 * GB, step=1.10),
+            _row("dp", dp=8, mem=20 * GB, step=1.60),
+            _row("zero", dp=8, zero=1, mem=9 * GB, step=1.70),
+        ]
     elif name == "split pays":
-        rows = [_row("none", mem=20 * GB, step=1.00), _row("dp", dp=2, mem=20 * GB, step=0.55),
-                _row("dp", dp=8, mem=20 * GB, step=0.16), _row("dp", dp=16, mem=20 * GB, step=0.155)]
+        rows = [
+            _row("none", mem=20 * GB, step=1.00),
+            _row("dp", dp=2, mem=20 * GB, step=0.55),
+            _row("dp", dp=8, mem=20 * GB, step=0.16),
+            _row("dp", dp=16, mem=20 * GB, step=0.155),
+        ]
     elif name == "dp at global batch / micro-batch":
         kw.update(global_batch=32, micro_batch=8)  # at most 4 data-parallel replicas
-        rows = [_row("none", mem=20 * GB, step=1.00), _row("dp", dp=4, mem=20 * GB, step=0.30),
-                _row("dp", dp=8, mem=20 * GB, step=0.18), _row("dp", dp=16, mem=20 * GB, step=0.12)]
+        rows = [
+            _row("none", mem=20 * GB, step=1.00),
+            _row("dp", dp=4, mem=20 * GB, step=0.30),
+            _row("dp", dp=8, mem=20 * GB, step=0.18),
+            _row("dp", dp=16, mem=20 * GB, step=0.12),
+        ]
     elif name == "tp only inside a node":
         kw.update(gpus_per_node=4)
-        rows = [_row("none", mem=200 * GB, step=1.0), _row("tp", tp=8, mem=30 * GB, step=0.20),
-                _row("tp", tp=4, mem=55 * GB, step=0.35), _row("pp", pp=8, mem=40 * GB, step=0.45)]
+        rows = [
+            _row("none", mem=200 * GB, step=1.0),
+            _row("tp", tp=8, mem=30 * GB, step=0.20),
+            _row("tp", tp=4, mem=55 * GB, step=0.35),
+            _row("pp", pp=8, mem=40 * GB, step=0.45),
+        ]
     elif name == "memory forces zero":
-        rows = [_row("none", mem=120 * GB, step=1.0), _row("dp", dp=8, mem=120 * GB, step=0.2),
-                _row("zero", dp=8, zero=1, mem=95 * GB, step=0.21), _row("zero", dp=8, zero=2, mem=85 * GB,
-                                                                         step=0.22),
-                _row("zero", dp=8, zero=3, mem=20 * GB, step=0.30)]
+        rows = [
+            _row("none", mem=120 * GB, step=1.0),
+            _row("dp", dp=8, mem=120 * GB, step=0.2),
+            _row("zero", dp=8, zero=1, mem=95 * GB, step=0.21),
+            _row("zero", dp=8, zero=2, mem=85 * GB, step=0.22),
+            _row("zero", dp=8, zero=3, mem=20 * GB, step=0.30),
+        ]
     elif name == "over the rank budget":
         kw.update(max_ranks=8)
-        rows = [_row("none", mem=20 * GB, step=1.0), _row("dp", dp=8, mem=20 * GB, step=0.20),
-                _row("dp", dp=32, mem=20 * GB, step=0.06)]
+        rows = [
+            _row("none", mem=20 * GB, step=1.0),
+            _row("dp", dp=8, mem=20 * GB, step=0.20),
+            _row("dp", dp=32, mem=20 * GB, step=0.06),
+        ]
     elif name == "nothing fits":
         kw.update(mem_budget=10 * GB)
         rows = [_row("none", mem=120 * GB, step=1.0), _row("zero", dp=8, zero=3, mem=15 * GB, step=0.3)]
@@ -56,15 +87,26 @@ def scenario(name: str) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows, columns=COLUMNS), kw
 
 
-SCENARIOS = ("do not split", "split pays", "dp at global batch / micro-batch", "tp only inside a node",
-             "memory forces zero", "over the rank budget", "nothing fits")
+SCENARIOS = (
+    "do not split",
+    "split pays",
+    "dp at global batch / micro-batch",
+    "tp only inside a node",
+    "memory forces zero",
+    "over the rank budget",
+    "nothing fits",
+)
 
 
 def random_scenario(rng: random.Random) -> tuple[pd.DataFrame, dict]:
     """A random table (6-12 candidates) and budgets; some have no feasible candidate at all."""
-    kw = {"mem_budget": rng.choice([16, 40, 80]) * GB, "global_batch": rng.choice([16, 64, 256, 1024]),
-          "micro_batch": rng.choice([1, 4, 8]), "gpus_per_node": rng.choice([2, 4, 8]),
-          "max_ranks": rng.choice([4, 16, 64])}
+    kw = {
+        "mem_budget": rng.choice([16, 40, 80]) * GB,
+        "global_batch": rng.choice([16, 64, 256, 1024]),
+        "micro_batch": rng.choice([1, 4, 8]),
+        "gpus_per_node": rng.choice([2, 4, 8]),
+        "max_ranks": rng.choice([4, 16, 64]),
+    }
     rows = [_row("none", mem=rng.uniform(5, 150) * GB, step=1.0)]
     for _ in range(rng.randint(5, 11)):
         kind = rng.choice(["dp", "zero", "tp", "pp"])
@@ -82,10 +124,23 @@ def random_scenario(rng: random.Random) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(rows, columns=COLUMNS), kw
 
 
-def lab_candidates(memory_fn: Callable, step_fn: Callable, *, n_params: int, act_bytes: float,
-                   act_boundary_bytes: float, compute_s: float, alpha: float, beta: float, layers: int,
-                   worlds: list[int], micro_batches: int, param_bytes: int = 4, grad_bytes: int = 4,
-                   optim_bytes: int = 8) -> pd.DataFrame:
+def lab_candidates(
+    memory_fn: Callable,
+    step_fn: Callable,
+    *,
+    n_params: int,
+    act_bytes: float,
+    act_boundary_bytes: float,
+    compute_s: float,
+    alpha: float,
+    beta: float,
+    layers: int,
+    worlds: list[int],
+    micro_batches: int,
+    param_bytes: int = 4,
+    grad_bytes: int = 4,
+    optim_bytes: int = 8,
+) -> pd.DataFrame:
     """Candidates for the lab model from the student's cost models.
 
     DP / ZeRO-k over n ranks: ``step_fn(compute_s / n, grad bytes, n, alpha, beta)`` (ZeRO-3 moves 1.5x the
@@ -105,11 +160,19 @@ def lab_candidates(memory_fn: Callable, step_fn: Callable, *, n_params: int, act
             s = step_fn(compute_s / n, g * (1.5 if z == 3 else 1.0), n, alpha, beta)
             rows.append(_row("dp" if z == 0 else "zero", dp=n, zero=z, mem=m, step=s))
         if n <= layers:
-            m = memory_fn(n_params, world=n, pp=n, act_bytes=act_bytes, micro_batches=micro_batches,
-                          layers=layers, **mem)["total"]
+            m = memory_fn(
+                n_params,
+                world=n,
+                pp=n,
+                act_bytes=act_bytes,
+                micro_batches=micro_batches,
+                layers=layers,
+                **mem,
+            )["total"]
             mb = act_boundary_bytes / micro_batches
             s = compute_s / n * (micro_batches + n - 1) / micro_batches + 2 * (micro_batches + n - 2) * (
-                alpha + mb * beta)
+                alpha + mb * beta
+            )
             rows.append(_row("pp", pp=n, mem=m, step=s))
         m = memory_fn(n_params, world=n, tp=n, act_bytes=act_bytes, **mem)["total"]
         s = compute_s / n + 2 * layers * step_fn(0.0, act_boundary_bytes, n, alpha, beta)

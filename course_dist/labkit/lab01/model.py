@@ -2,8 +2,8 @@
 
 - ``LabMLP``: ``layers`` blocks of Linear(d, h) -> ReLU -> Linear(h, d), then a classifier head. Small enough
   to train on 2 CPU cores, shaped like a transformer's MLP so the tensor-parallel split is the Megatron one.
-- ``live_state_bytes``: parameter / gradient / optimizer-state bytes counted from the live tensors after a real
-  optimizer step (what ``memory_per_rank`` must reproduce exactly).
+- ``live_state_bytes``: parameter / gradient / optimizer-state bytes counted from the live tensors after a
+  real optimizer step (what ``memory_per_rank`` must reproduce exactly).
 - ``saved_activation_bytes``: a saved-tensor ledger (``torch.autograd.graph.saved_tensors_hooks``): the bytes
   autograd keeps for backward, parameters excluded, each storage counted once. On a GPU this is what
   ``torch.cuda.max_memory_allocated`` grows by during forward; on CPU it is the honest measurement.

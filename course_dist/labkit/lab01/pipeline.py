@@ -1,7 +1,8 @@
 """Pipeline parallelism over real send/recv: an executor that runs a student's schedule (an ordered list of
 ("F", i) / ("B", i) actions per stage), torch.distributed.pipelining as the oracle, and the kill drill.
 
-The lab model's blocks are cut into ``p`` contiguous stages (stage ``p - 1`` also holds the head and the loss).
+The lab model's blocks are cut into ``p`` contiguous stages (stage ``p - 1`` also holds the head and the
+loss).
 Each micro-batch loss is divided by ``m`` so that the accumulated gradients equal the full-batch mean (torch's
 schedules do the same with ``scale_grads=True``). Sends are ``isend`` (waited at the end of the step) and
 receives are blocking: a schedule that is valid on paper cannot deadlock on a full send buffer.
@@ -53,7 +54,8 @@ class Stage(nn.Module):
 
 
 def check_actions(actions: list[tuple[str, int]], m: int, stage: int) -> None:
-    """Every micro-batch exactly once forward and once backward, backward after its forward; else ValueError."""
+    """Every micro-batch exactly once forward and once backward, backward after its forward; else
+    ValueError."""
     seen_f: set[int] = set()
     seen_b: set[int] = set()
     for op, i in actions:
@@ -70,8 +72,15 @@ def _data(batch: int, cfg: ModelConfig, seed: int) -> tuple[torch.Tensor, torch.
     return make_data(batch, cfg, seed=seed + 1)
 
 
-def run_schedule(schedule_fn: Callable[[str, int, int, int], list], kind: str, m: int, batch: int = 32,
-                 seed: int = 0, cfg: ModelConfig | None = None, steps: int = 1) -> dict[str, Any]:
+def run_schedule(
+    schedule_fn: Callable[[str, int, int, int], list],
+    kind: str,
+    m: int,
+    batch: int = 32,
+    seed: int = 0,
+    cfg: ModelConfig | None = None,
+    steps: int = 1,
+) -> dict[str, Any]:
     """On each rank (= stage): execute ``schedule_fn(kind, stage, p, m)`` for ``steps`` steps; return the
     stage's gradients (full-model names), its loss (last stage), the peak number of micro-batches whose
     activations it held, and its compute spans (rank, step, kind, start, end) for ``plot_timeline``."""
@@ -127,8 +136,13 @@ def run_schedule(schedule_fn: Callable[[str, int, int, int], list], kind: str, m
                 held -= 1
         for work, _ in pending:
             work.wait()
-    return {"stage": stage, "grads": {k: v.grad.detach().clone() for k, v in mod.full_names().items()},
-            "loss": loss_sum if last else None, "peak_held": peak, "spans": spans}
+    return {
+        "stage": stage,
+        "grads": {k: v.grad.detach().clone() for k, v in mod.full_names().items()},
+        "loss": loss_sum if last else None,
+        "peak_held": peak,
+        "spans": spans,
+    }
 
 
 def single_process(batch: int = 32, seed: int = 0, cfg: ModelConfig | None = None) -> dict[str, Any]:
@@ -143,9 +157,10 @@ def single_process(batch: int = 32, seed: int = 0, cfg: ModelConfig | None = Non
 
 @contextmanager
 def _raw_p2p() -> Iterator[None]:
-    """torch's ``P2POp`` accepts only the original ``dist.isend``/``dist.irecv`` objects; course_dist's collective
-    recorder wraps them (``_record``), so torch.distributed.pipelining would refuse its own ops. Unwrap them for
-    the oracle's duration (its sends are then missing from a trace, which no check of this lab counts)."""
+    """torch's ``P2POp`` accepts only the original ``dist.isend``/``dist.irecv`` objects; course_dist's
+    collective recorder wraps them (``_record``), so torch.distributed.pipelining would refuse its own ops.
+    Unwrap them for the oracle's duration (its sends are then missing from a trace, which no check of this
+    lab counts)."""
     saved = {name: getattr(dist, name) for name in ("isend", "irecv")}
     for name, fn in saved.items():
         setattr(dist, name, getattr(fn, "__wrapped__", fn))
@@ -156,8 +171,9 @@ def _raw_p2p() -> Iterator[None]:
             setattr(dist, name, fn)
 
 
-def torch_schedule(kind: str, m: int, batch: int = 32, seed: int = 0, cfg: ModelConfig | None = None,
-                   steps: int = 1) -> dict[str, Any]:
+def torch_schedule(
+    kind: str, m: int, batch: int = 32, seed: int = 0, cfg: ModelConfig | None = None, steps: int = 1
+) -> dict[str, Any]:
     """torch.distributed.pipelining's ScheduleGPipe / Schedule1F1B on the same stages and data: the oracle
     (gradients, loss, median seconds per step)."""
     import statistics
@@ -175,12 +191,24 @@ def torch_schedule(kind: str, m: int, batch: int = 32, seed: int = 0, cfg: Model
     with _raw_p2p():
         _torch_steps(sched, mod, x, y, stage, p, steps, times, losses)
     loss = float(sum(float(v.detach()) for v in losses) / m) if losses else None
-    return {"grads": {k: v.grad.detach().clone() for k, v in mod.full_names().items()}, "loss": loss,
-            "step_s": statistics.median(times)}
+    return {
+        "grads": {k: v.grad.detach().clone() for k, v in mod.full_names().items()},
+        "loss": loss,
+        "step_s": statistics.median(times),
+    }
 
 
-def _torch_steps(sched: Any, mod: nn.Module, x: torch.Tensor, y: torch.Tensor, stage: int, p: int, steps: int,
-                 times: list, losses: list) -> None:
+def _torch_steps(
+    sched: Any,
+    mod: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    stage: int,
+    p: int,
+    steps: int,
+    times: list,
+    losses: list,
+) -> None:
     for _ in range(steps):
         for prm in mod.parameters():
             prm.grad = None
@@ -196,12 +224,18 @@ def _torch_steps(sched: Any, mod: nn.Module, x: torch.Tensor, y: torch.Tensor, s
         times.append(time.perf_counter() - t0)
 
 
-def compare_schedules(schedule_fn: Callable, kinds: tuple[str, ...], m: int, batch: int = 32,
-                      seed: int = 0) -> dict[str, dict[str, Any]]:
+def compare_schedules(
+    schedule_fn: Callable, kinds: tuple[str, ...], m: int, batch: int = 32, seed: int = 0
+) -> dict[str, dict[str, Any]]:
     """On each rank, one launch for all: for every kind, the student's schedule (``run_schedule``) and torch's
     (``torch_schedule``) on the same stages and data."""
-    return {kind: {"mine": run_schedule(schedule_fn, kind, m, batch, seed),
-                   "torch": torch_schedule(kind, m, batch, seed)} for kind in kinds}
+    return {
+        kind: {
+            "mine": run_schedule(schedule_fn, kind, m, batch, seed),
+            "torch": torch_schedule(kind, m, batch, seed),
+        }
+        for kind in kinds
+    }
 
 
 def time_schedule(schedule_fn: Callable, kind: str, m: int, batch: int, steps: int) -> float:
@@ -212,7 +246,9 @@ def time_schedule(schedule_fn: Callable, kind: str, m: int, batch: int, steps: i
     by_step: dict[int, list] = {}
     for _, step, _, t0, t1 in r["spans"]:
         by_step.setdefault(step, []).append((t0, t1))
-    t = torch.tensor([statistics.median(max(e for _, e in v) - min(s for s, _ in v) for v in by_step.values())])
+    t = torch.tensor(
+        [statistics.median(max(e for _, e in v) - min(s for s, _ in v) for v in by_step.values())]
+    )
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return float(t)
 
@@ -248,8 +284,14 @@ def kill_drill(kill_step: int = 3, steps: int = 1000, timeout: float = 60.0) -> 
     with tempfile.TemporaryDirectory(prefix="lab01-kill-") as tmp:
         mark = os.path.join(tmp, "killed_at")
         try:
-            launch(_kill_rank, world_size=2, args=(steps, mark, kill_step),
-                   faults=[Fault("kill", rank=1, step=kill_step)], timeout=timeout, stream=False)
+            launch(
+                _kill_rank,
+                world_size=2,
+                args=(steps, mark, kill_step),
+                faults=[Fault("kill", rank=1, step=kill_step)],
+                timeout=timeout,
+                stream=False,
+            )
             outcome, rank = "finished (unexpected)", None
         except RankError as exc:
             outcome, rank = f"RankError: {exc.signal_name or exc.exc_type}", exc.rank
@@ -259,5 +301,10 @@ def kill_drill(kill_step: int = 3, steps: int = 1000, timeout: float = 60.0) -> 
                 t_kill = float(f.read())
         except (OSError, ValueError):
             t_kill = float("nan")
-    return {"killed rank": 1, "at step": kill_step, "reported rank": rank, "outcome": outcome,
-            "detect_s": t_report - t_kill}
+    return {
+        "killed rank": 1,
+        "at step": kill_step,
+        "reported rank": rank,
+        "outcome": outcome,
+        "detect_s": t_report - t_kill,
+    }

@@ -37,8 +37,15 @@ def _dense(block: Block, x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor
     return y.detach(), x.grad
 
 
-def tp_rank(column_cls: type, row_cls: type, d_model: int, d_hidden: int, batch: int = 8, seed: int = 0,
-            steps: int = 1) -> dict[str, Any]:
+def tp_rank(
+    column_cls: type,
+    row_cls: type,
+    d_model: int,
+    d_hidden: int,
+    batch: int = 8,
+    seed: int = 0,
+    steps: int = 1,
+) -> dict[str, Any]:
     """On each rank: dense block vs the student's ``row_cls(dense.down)(relu(column_cls(dense.up)(x)))``.
 
     Returns max |diff| of the output, of the input gradient, and of each local weight/bias gradient against
@@ -61,15 +68,28 @@ def tp_rank(column_cls: type, row_cls: type, d_model: int, d_hidden: int, batch:
         (y * w).sum().backward()
     t1 = time.time()
     sl = slice(r * k, (r + 1) * k)
-    ref = {"column.weight": dense.up.weight.grad[sl], "column.bias": dense.up.bias.grad[sl],
-           "row.weight": dense.down.weight.grad[:, sl], "row.bias": dense.down.bias.grad}
-    got = {"column.weight": col.weight.grad, "column.bias": col.bias.grad,
-           "row.weight": row.weight.grad, "row.bias": row.bias.grad}
+    ref = {
+        "column.weight": dense.up.weight.grad[sl],
+        "column.bias": dense.up.bias.grad[sl],
+        "row.weight": dense.down.weight.grad[:, sl],
+        "row.bias": dense.down.bias.grad,
+    }
+    got = {
+        "column.weight": col.weight.grad,
+        "column.bias": col.bias.grad,
+        "row.weight": row.weight.grad,
+        "row.bias": row.bias.grad,
+    }
     grads = {name: (float("inf") if got[name] is None else _max_diff(got[name], ref[name])) for name in ref}
-    return {"rank": r, "output": _max_diff(y, y_ref),
-            "input_grad": float("inf") if xt.grad is None else _max_diff(xt.grad, gx_ref),
-            "grads": grads, "shapes": {"column.weight": list(col.weight.shape), "row.weight": list(row.weight.shape)},
-            "window": (t0, t1), "y_sum": float(y.detach().double().sum())}
+    return {
+        "rank": r,
+        "output": _max_diff(y, y_ref),
+        "input_grad": float("inf") if xt.grad is None else _max_diff(xt.grad, gx_ref),
+        "grads": grads,
+        "shapes": {"column.weight": list(col.weight.shape), "row.weight": list(row.weight.shape)},
+        "window": (t0, t1),
+        "y_sum": float(y.detach().double().sum()),
+    }
 
 
 def torch_tp_rank(d_model: int, d_hidden: int, batch: int = 8, seed: int = 0) -> dict[str, Any]:
@@ -90,15 +110,30 @@ def torch_tp_rank(d_model: int, d_hidden: int, batch: int = 8, seed: int = 0) ->
     def local(t: torch.Tensor) -> torch.Tensor:
         return t.to_local() if hasattr(t, "to_local") else t
 
-    return {"output": local(y).detach(), "input_grad": xt.grad.detach(),
-            "grads": {"column.weight": local(block.up.weight.grad), "column.bias": local(block.up.bias.grad),
-                      "row.weight": local(block.down.weight.grad), "row.bias": local(block.down.bias.grad)}}
+    return {
+        "output": local(y).detach(),
+        "input_grad": xt.grad.detach(),
+        "grads": {
+            "column.weight": local(block.up.weight.grad),
+            "column.bias": local(block.up.bias.grad),
+            "row.weight": local(block.down.weight.grad),
+            "row.bias": local(block.down.bias.grad),
+        },
+    }
 
 
-def compare_rank(column_cls: type, row_cls: type, d_model: int, d_hidden: int, batch: int = 8,
-                 seed: int = 0, refuse: tuple[int, int] | None = None) -> dict[str, Any]:
+def compare_rank(
+    column_cls: type,
+    row_cls: type,
+    d_model: int,
+    d_hidden: int,
+    batch: int = 8,
+    seed: int = 0,
+    refuse: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     """Student's TP block vs dense (``tp_rank``) and vs torch's TP (max |diff| per tensor), one launch; with
-    ``refuse=(in, out)`` also ``refusals``: the ValueError messages of building each class from that Linear."""
+    ``refuse=(in, out)`` also ``refusals``: the ValueError messages of building each class from that
+    Linear."""
     mine = tp_rank(column_cls, row_cls, d_model, d_hidden, batch, seed)
     if refuse is not None:
         mine["refusals"] = refuses(column_cls, row_cls, *refuse)
@@ -110,13 +145,17 @@ def compare_rank(column_cls: type, row_cls: type, d_model: int, d_hidden: int, b
     y = row(torch.relu(col(xt)))
     (y * w).sum().backward()
     theirs = torch_tp_rank(d_model, d_hidden, batch, seed)
-    got = {"column.weight": col.weight.grad, "column.bias": col.bias.grad, "row.weight": row.weight.grad,
-           "row.bias": row.bias.grad}
-    mine["vs_torch"] = {"output": _max_diff(y, theirs["output"]),
-                        "input_grad": _max_diff(xt.grad, theirs["input_grad"]) if xt.grad is not None
-                        else float("inf"),
-                        **{k: (float("inf") if got[k] is None else _max_diff(got[k], theirs["grads"][k]))
-                           for k in got}}
+    got = {
+        "column.weight": col.weight.grad,
+        "column.bias": col.bias.grad,
+        "row.weight": row.weight.grad,
+        "row.bias": row.bias.grad,
+    }
+    mine["vs_torch"] = {
+        "output": _max_diff(y, theirs["output"]),
+        "input_grad": _max_diff(xt.grad, theirs["input_grad"]) if xt.grad is not None else float("inf"),
+        **{k: (float("inf") if got[k] is None else _max_diff(got[k], theirs["grads"][k])) for k in got},
+    }
     return mine
 
 
@@ -126,8 +165,9 @@ def count_in_window(trace: Any, rank: int, window: tuple[float, float], op: str 
     return int(((t["t_start"] >= window[0]) & (t["t_start"] <= window[1])).sum())
 
 
-def time_tp_rank(column_cls: type | None, row_cls: type | None, d_model: int, d_hidden: int, batch: int,
-                 steps: int) -> float:
+def time_tp_rank(
+    column_cls: type | None, row_cls: type | None, d_model: int, d_hidden: int, batch: int, steps: int
+) -> float:
     """Median seconds per forward+backward of one TP block: the student's classes, or torch's TP when
     ``column_cls`` is None (for the benchmark)."""
     import statistics

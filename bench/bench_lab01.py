@@ -1,0 +1,207 @@
+"""Lab 01 benchmark: the reference tensor-parallel block and 1F1B schedule side by side with torch's own
+(``ColwiseParallel``/``RowwiseParallel``, ``Schedule1F1B``) in one run, the alpha-beta fit's error on held-out
+message sizes, and the measured pipeline bubble against (p - 1) / (m + p - 1).
+
+    python -m bench.bench_lab01                                       # full (~1-2 min on 2 quiet cores)
+    python -c "from bench.bench_lab01 import main; main(quick=True)"  # smoke run
+
+Writes ``bench/results/lab01.md``. The implementations are the reference solutions themselves: the answer
+cells of ``solutions/lab01/lab01.py`` are executed into a namespace (the notebook stays their only source).
+
+Targets (issue 13): TP block at world 2 <= 1.2x torch TP step time; 1F1B <= 1.2x torch's Schedule1F1B;
+alpha-beta prediction error on held-out sizes <= 20 %; measured bubble within 0.05 of (p-1)/(m+p-1) at m >= 4.
+Timing method: world 2, one thread per rank; A and B interleaved over ``rounds`` so a busy machine slows both
+alike; a round's number is the slowest rank's median; reported: the median over rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "solutions" / "lab01" / "lab01.py"
+RESULTS = ROOT / "bench" / "results" / "lab01.md"
+log = logging.getLogger("bench.lab01")
+
+
+def reference(
+    names: tuple[str, ...] = ("comm_solution", "tp_solution", "pipeline_solution"),
+) -> dict[str, Any]:
+    """Execute the named answer cells of the lab's source into one namespace and return it."""
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    from course_dist.labkit import lab01
+
+    ns: dict[str, Any] = {
+        "torch": torch,
+        "dist": dist,
+        "nn": nn,
+        "math": math,
+        "lab01": lab01,
+        "__name__": "lab01_reference",
+    }
+    found = set()
+    for cell in re.split(r"^# %%", SOURCE.read_text(encoding="utf-8"), flags=re.M):
+        head, _, body = cell.partition("\n")
+        m = re.search(r'"grade_id": "(\w+)"', head)
+        if m and m.group(1) in names:
+            exec(compile(body, f"{SOURCE}:{m.group(1)}", "exec"), ns)  # noqa: S102 - our own reference source
+            found.add(m.group(1))
+    missing = set(names) - found
+    if missing:
+        raise RuntimeError(f"answer cells {sorted(missing)} not found in {SOURCE}")
+    return ns
+
+
+def _bubble(spans: list[tuple]) -> float:
+    """Idle fraction of the busier... of each stage over the step's makespan, averaged over stages."""
+    by_rank: dict[int, list] = {}
+    for r, _step, _kind, t0, t1 in spans:
+        by_rank.setdefault(r, []).append((t0, t1))
+    start = min(t0 for v in by_rank.values() for t0, _ in v)
+    end = max(t1 for v in by_rank.values() for _, t1 in v)
+    return statistics.mean(1 - sum(t1 - t0 for t0, t1 in v) / (end - start) for v in by_rank.values())
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    from course_dist import launch
+    from course_dist.labkit import lab01
+    from course_dist.labkit.lab01.model import ModelConfig
+    from course_dist.labkit.lab01.tp import time_tp_rank
+
+    ns = reference()
+    rounds = 2 if quick else 5
+    steps = 5 if quick else 20
+    d_model, d_hidden, batch = (256, 1024, 32) if quick else (512, 2048, 64)
+    rows: list[dict[str, Any]] = []
+
+    # tensor parallel: one MLP block, forward + backward, world 2
+    mine, theirs = [], []
+    for _ in range(rounds):
+        mine.append(
+            launch(
+                time_tp_rank,
+                2,
+                args=(ns["ColumnParallelLinear"], ns["RowParallelLinear"], d_model, d_hidden, batch, steps),
+                timeout=300,
+            )[0]
+        )
+        theirs.append(
+            launch(time_tp_rank, 2, args=(None, None, d_model, d_hidden, batch, steps), timeout=300)[0]
+        )
+    tp_ratio = statistics.median(mine) / statistics.median(theirs)
+    rows.append(
+        {
+            "what": f"TP block {d_model}->{d_hidden}->{d_model}, batch {batch}, world 2",
+            "reference": f"{statistics.median(mine) * 1e3:.2f} ms",
+            "torch": f"{statistics.median(theirs) * 1e3:.2f} ms",
+            "ratio": f"{tp_ratio:.2f}",
+            "target": "<= 1.2",
+        }
+    )
+
+    # 1F1B at p = 2, m = 4 on a compute-heavy lab model (the bubble needs compute >> messages)
+    cfg = ModelConfig(256, 2048, 4, 10) if quick else ModelConfig(512, 4096, 4, 10)
+    m, pb = 4, 64 if quick else 128
+    mine, theirs, bubbles = [], [], []
+    for _ in range(rounds):
+        r = launch(
+            lab01.run_schedule,
+            2,
+            args=(ns["schedule"], "1f1b", m, pb),
+            kwargs={"cfg": cfg, "steps": steps},
+            timeout=300,
+        )
+        spans = [s for rr in r for s in rr["spans"]]
+        per_step = {}
+        for s in spans:
+            per_step.setdefault(s[1], []).append(s)
+        makespans = [max(s[4] for s in v) - min(s[3] for s in v) for v in per_step.values()]
+        mine.append(statistics.median(makespans[1:] or makespans))
+        bubbles.append(
+            statistics.median(_bubble(v) for k, v in per_step.items() if k > 0 or len(per_step) == 1)
+        )
+        theirs.append(
+            launch(
+                lab01.torch_schedule,
+                2,
+                args=("1f1b", m, pb),
+                kwargs={"cfg": cfg, "steps": steps},
+                timeout=300,
+            )[0]["step_s"]
+        )
+    pp_ratio = statistics.median(mine) / statistics.median(theirs)
+    rows.append(
+        {
+            "what": f"1F1B p=2 m={m}, {cfg.d_model}x{cfg.d_hidden} x{cfg.layers}, batch {pb}",
+            "reference": f"{statistics.median(mine) * 1e3:.1f} ms",
+            "torch": f"{statistics.median(theirs) * 1e3:.1f} ms",
+            "ratio": f"{pp_ratio:.2f}",
+            "target": "<= 1.2",
+        }
+    )
+    formula = 1 / (m + 1)
+    bubble = statistics.median(bubbles)
+    rows.append(
+        {
+            "what": f"bubble, 1F1B p=2 m={m} (mean idle fraction of the stages)",
+            "reference": f"{bubble:.3f}",
+            "torch": "—",
+            "ratio": f"formula {formula:.3f}, off by {abs(bubble - formula):.3f}",
+            "target": "within 0.05",
+        }
+    )
+
+    # alpha-beta: fit on some sizes, predict held-out ones, per collective
+    fit_sizes = [2**k for k in range(10, 23 if not quick else 21, 2)]
+    held = [3 * 2**15, 3 * 2**19] + ([] if quick else [3 * 2**21])
+    meas = lab01.measure_collectives(fit_sizes + held, world=2, reps=3 if quick else 9)
+    for coll, g in meas.groupby("collective"):
+        shard = g["bytes"] // 2 if coll in ("all_gather", "reduce_scatter") else g["bytes"]
+        f, h = g[~shard.isin(held)], g[shard.isin(held)]
+        a, b = ns["fit_alpha_beta"](f["bytes"].tolist(), f["time_s"].tolist(), coll, 2)
+        steps_, factor = lab01.ring_constants(coll, 2)
+        err = lab01.relative_error([steps_ * a + factor * s * b for s in h["bytes"]], h["time_s"].tolist())
+        rows.append(
+            {
+                "what": f"alpha-beta {coll}, world 2: alpha {a * 1e6:.0f} us, "
+                f"bus {1e-9 / b if b > 0 else math.nan:.2f} GB/s",
+                "reference": f"held-out error {err:.0%}",
+                "torch": "—",
+                "ratio": "—",
+                "target": "<= 20 %",
+            }
+        )
+
+    lines = [
+        "# Lab 01 benchmark (tensor parallel, 1F1B, alpha-beta, bubble)",
+        "",
+        f"`python -m bench.bench_lab01` ({'quick' if quick else 'full'}), "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        "world 2, gloo, one thread per rank; medians over interleaved rounds. "
+        "Timings on a shared machine are "
+        "noisy: re-run on a quiet one before quoting.",
+        "",
+        "| what | reference | torch | ratio | target |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['what']} | {r['reference']} | {r['torch']} | {r['ratio']} | {r['target']} |" for r in rows
+    ]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log.info("wrote %s", RESULTS)
+    return {"tp_ratio": tp_ratio, "pp_ratio": pp_ratio, "bubble": bubble, "rows": rows}
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    main(quick=False)

@@ -1,0 +1,244 @@
+"""Fast tests of lab 01's machinery (course_dist/labkit/lab01/) and its judge rules - never of the exercises'
+answers. Reference implementations written here are the oracles' counterparts, checked against torch's own.
+
+    .venv/bin/python -m pytest tests/test_lab01_labkit.py -q
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pandas as pd
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from autograder.judges import lab01 as judge
+from course_dist import launch
+from course_dist.labkit import lab01
+
+
+# ---- reference pieces the harnesses take (what a correct student writes) -------------------------
+class _F(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):  # noqa: ANN001, ANN205
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: ANN001, ANN205
+        g = g.clone()
+        dist.all_reduce(g)
+        return g
+
+
+class _G(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):  # noqa: ANN001, ANN205
+        x = x.clone()
+        dist.all_reduce(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):  # noqa: ANN001, ANN205
+        return g
+
+
+class _Col(nn.Module):
+    def __init__(self, dense: nn.Linear) -> None:
+        super().__init__()
+        n, r = dist.get_world_size(), dist.get_rank()
+        if dense.out_features % n:
+            raise ValueError(f"out_features {dense.out_features} not divisible by {n}")
+        k = dense.out_features // n
+        self.weight = nn.Parameter(dense.weight.detach()[r * k : (r + 1) * k].clone())
+        self.bias = nn.Parameter(dense.bias.detach()[r * k : (r + 1) * k].clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(_F.apply(x), self.weight, self.bias)
+
+
+class _Row(nn.Module):
+    def __init__(self, dense: nn.Linear) -> None:
+        super().__init__()
+        n, r = dist.get_world_size(), dist.get_rank()
+        if dense.in_features % n:
+            raise ValueError(f"in_features {dense.in_features} not divisible by {n}")
+        k = dense.in_features // n
+        self.weight = nn.Parameter(dense.weight.detach()[:, r * k : (r + 1) * k].clone())
+        self.bias = nn.Parameter(dense.bias.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _G.apply(nn.functional.linear(x, self.weight)) + self.bias
+
+
+def _schedule(kind: str, stage: int, p: int, m: int) -> list[tuple[str, int]]:
+    if kind == "gpipe":
+        return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+    warm = min(p - stage - 1, m)
+    out, f = [("F", i) for i in range(warm)], warm
+    for b in range(m):
+        if f < m:
+            out.append(("F", f))
+            f += 1
+        out.append(("B", b))
+    return out
+
+
+# ---- model and ledgers ---------------------------------------------------------------------------
+def test_model_config_rejects_bad_sizes():
+    with pytest.raises(ValueError, match=r"ModelConfig.layers must be a positive int, got 0"):
+        lab01.ModelConfig(layers=0)
+
+
+def test_live_state_is_fp32_adamw():
+    s = lab01.measure_state(lab01.ModelConfig(8, 16, 2, 3))
+    n = s["n_params"]
+    assert n == 2 * (8 * 16 + 16 + 16 * 8 + 8) + 8 * 3 + 3
+    assert (s["params"], s["grads"], s["optimizer"]) == (4 * n, 4 * n, 8 * n)
+
+
+def test_saved_tensor_ledger_counts_activations_not_weights():
+    cfg = lab01.ModelConfig(8, 16, 2, 3)
+    (row,) = lab01.measure_activations([5], cfg)
+    # per block: input (b x d) + ReLU output (b x h); head input (b x d); log-softmax (b x classes)
+    assert row["saved_bytes"] == 5 * 4 * (2 * (8 + 16) + 8 + 3)
+
+
+# ---- collectives ---------------------------------------------------------------------------------
+def test_ring_constants_and_synthetic():
+    assert lab01.ring_constants("all_reduce", 4) == (6, 1.5)
+    assert lab01.ring_constants("all_gather", 8) == (7, 0.875)
+    with pytest.raises(ValueError, match="'alltoall'"):
+        lab01.ring_constants("alltoall", 2)
+    with pytest.raises(ValueError, match="got 1"):
+        lab01.ring_constants("all_reduce", 1)
+    t = lab01.synthetic("all_reduce", 4, 1e-4, 1e-9, [1000, 2000])
+    assert t == pytest.approx([6e-4 + 1.5e-6, 6e-4 + 3e-6])
+
+
+def test_measure_collectives_real_world_2(no_surviving_children):
+    df = lab01.measure_collectives([1024, 8192], world=2, reps=2)
+    assert sorted(df["collective"].unique()) == sorted(lab01.COLLECTIVES)
+    assert (df["time_s"] > 0).all() and len(df) == 10
+    ag = df[df["collective"] == "all_gather"]["bytes"].tolist()
+    assert ag == [2048, 16384], "S of all_gather counts the full gathered tensor"
+
+
+# ---- tensor parallel -----------------------------------------------------------------------------
+def test_tp_harness_reference_matches_dense_and_torch(no_surviving_children):
+    res = launch(
+        lab01.compare_rank,
+        world_size=2,
+        args=(_Col, _Row, 8, 16),
+        kwargs={"refuse": (5, 7)},
+        trace=True,
+        timeout=60,
+    )
+    for r, out in enumerate(res):
+        assert out["output"] < 1e-5 and out["input_grad"] < 1e-5, out
+        assert max(out["grads"].values()) < 1e-5 and max(out["vs_torch"].values()) < 1e-5, out
+        assert lab01.count_in_window(res.trace, r, out["window"]) == 2
+        assert "7" in out["refusals"]["column"] and "5" in out["refusals"]["row"]
+
+
+# ---- pipeline ------------------------------------------------------------------------------------
+def test_check_actions_rejects_bad_schedules():
+    lab01.check_actions(_schedule("1f1b", 0, 2, 3), 3, 0)
+    with pytest.raises(ValueError, match="backward of micro-batch 0 before its forward"):
+        lab01.check_actions([("B", 0), ("F", 0)], 1, 0)
+    with pytest.raises(ValueError, match="needs one F and one B"):
+        lab01.check_actions([("F", 0), ("B", 0)], 2, 0)
+
+
+def test_pipeline_executor_equals_one_process_and_torch(no_surviving_children):
+    single = lab01.single_process()
+    res = launch(lab01.compare_schedules, world_size=2, args=(_schedule, ("gpipe", "1f1b"), 4), timeout=90)
+    for kind, peaks in (("gpipe", [4, 4]), ("1f1b", [2, 1])):
+        mine = [r[kind]["mine"] for r in res]
+        assert [m["peak_held"] for m in mine] == peaks
+        assert mine[1]["loss"] == pytest.approx(single["loss"], abs=1e-6)
+        for r in range(2):
+            for name, g in mine[r]["grads"].items():
+                assert torch.allclose(g, single["grads"][name], atol=1e-6), (kind, name)
+                assert torch.allclose(g, res[r][kind]["torch"]["grads"][name], atol=1e-6), (kind, name)
+
+
+def test_kill_drill_names_the_dead_stage_within_seconds(no_surviving_children):
+    d = lab01.kill_drill()
+    assert d["reported rank"] == 1 and "SIGKILL" in d["outcome"], d
+    assert 0 <= d["detect_s"] < 10, d
+
+
+# ---- decision tables -----------------------------------------------------------------------------
+def test_scenarios_well_formed():
+    for name in lab01.SCENARIOS:
+        table, kw = lab01.scenario(name)
+        assert list(table.columns) == ["strategy", "dp", "zero", "tp", "pp", "ranks", "mem_bytes", "step_s"]
+        assert (table["ranks"] == table["dp"] * table["tp"] * table["pp"]).all()
+        assert set(kw) == {"mem_budget", "global_batch", "micro_batch", "gpus_per_node", "max_ranks"}
+    with pytest.raises(ValueError, match="'nope'"):
+        lab01.scenario("nope")
+    t1, _ = lab01.random_scenario(random.Random(3))
+    t2, _ = lab01.random_scenario(random.Random(3))
+    pd.testing.assert_frame_equal(t1, t2)
+
+
+def test_max_params_inverts_a_linear_memory_model():
+    def mem(n: int, **_: object) -> dict[str, float]:
+        return {"total": 16.0 * n + 100.0}
+
+    assert lab01.max_params(mem, 16 * 1000 + 100) == 1000
+    assert lab01.max_params(mem, 50) == 0
+
+
+def test_lab_candidates_use_the_given_cost_models():
+    calls = []
+
+    def mem(n: int, **kw: object) -> dict[str, float]:
+        calls.append(kw)
+        return {"total": float(n)}
+
+    def step(c: float, g: float, n: int, a: float, b: float) -> float:
+        return c + (0 if n == 1 else a)
+
+    t = lab01.lab_candidates(
+        mem,
+        step,
+        n_params=10,
+        act_bytes=1.0,
+        act_boundary_bytes=1.0,
+        compute_s=1.0,
+        alpha=0.1,
+        beta=0.0,
+        layers=2,
+        worlds=[2],
+        micro_batches=4,
+    )
+    assert t.iloc[0]["strategy"] == "none" and t.iloc[0]["step_s"] == 1.0
+    assert set(t["strategy"]) == {"none", "dp", "zero", "tp", "pp"}
+    assert any(kw.get("zero") == 3 for kw in calls)
+
+
+# ---- judge rules ---------------------------------------------------------------------------------
+def test_fits_match_refits_the_students_own_numbers():
+    sizes = [1e3, 1e4, 1e5, 1e6]
+    times = lab01.synthetic("all_reduce", 2, 1e-4, 1e-9, sizes, noise=0.05, seed=1)
+    a, b = judge._refit(sizes, times, "all_reduce", 2)
+    rec = {"all_reduce": {"bytes": sizes, "time_s": times, "alpha": a, "beta": b}}
+    judge.fits_match(rec, {"all_reduce": {}}, world=2)
+    rec["all_reduce"]["beta"] = b * 1.5
+    with pytest.raises(AssertionError, match="beta"):
+        judge.fits_match(rec, {"all_reduce": {}}, world=2)
+    with pytest.raises(AssertionError, match="no fit recorded for broadcast"):
+        judge.fits_match(rec, {"broadcast": {}}, world=2)
+
+
+def test_decision_consistent():
+    table, kw = lab01.scenario("split pays")
+    value = {"candidates": table.to_dict("list"), "kw": kw, "chosen": ["dp", 8]}
+    judge.decision_consistent(value)
+    with pytest.raises(AssertionError, match="rules pick"):
+        judge.decision_consistent({**value, "chosen": ["dp", 16]})
+    assert math.isfinite(float(table["step_s"].min()))
