@@ -719,7 +719,7 @@ for world, res in ((2, c2), (3, c3)):
     assert ulp == [[world - 1]] * world, f"world {world}: a one-ulp difference on rank {world - 1} must be " \
         f"named by every rank, got {ulp}"
 try:
-    launch(lab02.bug_unused_param, world_size=2, args=(check_replicas,), timeout=5)
+    launch(lab02.bug_unused_param, world_size=2, args=(check_replicas,), timeout=6)
     raise AssertionError("bug 3 (unused parameter) should hang, but the launch finished")
 except LaunchTimeout as exc:
     hang = exc
@@ -741,18 +741,21 @@ ev.equal("bug 3 hangs in backward on rank 0", "backward" in hang.stacks[0])
 # What the three bugs did to the job (the consequence of bug 2 is duplicated and skipped samples, measured):
 
 # %%
-bug2 = c2[0][2]
-display(pd.DataFrame([
-    {"planted bug": "different init seeds, no broadcast",
-     "caught as": f"ContractViolation naming ranks {c2[0][1]} (world 2), {c3[0][1]} (world 3)",
-     "consequence": "replicas train different models forever (gradients are averaged, parameters never)"},
-    {"planted bug": "restarted rank skips set_epoch",
-     "caught as": f"ContractViolation naming ranks {bug2['ranks']} at epoch {bug2['epoch']}",
-     "consequence": f"{bug2['seen twice']} samples seen twice, {bug2['never seen']} never, that epoch"},
-    {"planted bug": "rank-dependent unused parameter", "caught as": f"LaunchTimeout after {hang.timeout} s",
-     "consequence": "rank 0 waits in backward for a bucket rank 1 never sends: the job hangs"},
-]))
-print(str(hang)[:1500])
+if "c2" not in globals() or "hang" not in globals():
+    print("Stretch A skipped or failing: run its test cell after writing check_replicas to see this table.")
+else:
+    bug2 = c2[0][2]
+    display(pd.DataFrame([
+        {"planted bug": "different init seeds, no broadcast",
+         "caught as": f"ContractViolation naming ranks {c2[0][1]} (world 2), {c3[0][1]} (world 3)",
+         "consequence": "replicas train different models forever (gradients are averaged, parameters never)"},
+        {"planted bug": "restarted rank skips set_epoch",
+         "caught as": f"ContractViolation naming ranks {bug2['ranks']} at epoch {bug2['epoch']}",
+         "consequence": f"{bug2['seen twice']} samples seen twice, {bug2['never seen']} never, that epoch"},
+        {"planted bug": "rank-dependent unused parameter", "caught as": f"LaunchTimeout after {hang.timeout} s",
+         "consequence": "rank 0 waits in backward for a bucket rank 1 never sends: the job hangs"},
+    ]))
+    print(str(hang)[:1500])
 
 # %% [markdown]
 # ## Exercise 5 — Measure and decide (18 points, ~15 min)
