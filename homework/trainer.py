@@ -27,6 +27,7 @@ from .data import SyntheticDataset
 from .ddp import StepStats, build_model, eval_loss, make_optimizer, make_scheduler, wrap_model
 from .distributed import (
     DistInfo,
+    barrier,
     init_distributed,
     teardown,
 )
@@ -83,9 +84,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     torch.set_num_threads(cfg.threads)
     boot = {"process": process_start_time(), "enter": time.time()}  # the recovery time's parts
     info = init_distributed(cfg.backend)
+    barrier(info)  # the group is only formed once every rank arrived: time the rendezvous, not the import
     boot["group"] = time.time()
     try:
         run = setup(cfg, info)
+        boot["setup"] = time.time()
         run.boot = boot
         resume(run)
         with Preemption() as pre:

@@ -264,3 +264,18 @@ def test_hand_set_environment_without_torchrun(tmp_path, no_surviving_children):
     assert all(p.returncode == 0 for p in procs), "\n".join(o[-1500:] for o in outs)
     fin = kit.final(tmp_path)
     assert fin["world_size"] == 2 and fin["step"] == 8, (fin, time.monotonic() - t0)
+
+
+def test_straggler_slow_inside_forward_is_named(tmp_path, no_surviving_children):
+    """Accumulation 1 (the case a probe before the step cannot see): rank 1 sleeps in every forward pass."""
+    kit.run_trainer(
+        ft,
+        tmp_path,
+        kit.cli(epochs=1, micro_batch=32),
+        nproc=2,
+        slow_compute=True,
+        env={"HW_SLOW_COMPUTE": "1:0.04"},
+        timeout=300,
+    ).check()
+    rep = ft.straggler_report(ft.load_metrics(tmp_path))
+    assert rep["slowest_rank"] == 1 and rep["waited_s"] >= 0.5 * 7 * 0.04, rep["text"]

@@ -241,8 +241,9 @@ def recovery_parts(run_dir: str | Path) -> dict[str, float]:
     """SIGKILL -> first resumed step, and its parts, from the metrics of a run restarted once (attempts 0, 1).
 
     ``restart`` = last step of attempt 0 -> the new process exists (torchrun notices the death, stops the
-    others, starts the new workers); ``import`` -> the trainer's entry; ``rendezvous`` -> the group is up;
-    ``load`` -> the checkpoint is restored; ``first_step`` -> the first resumed step is logged."""
+    others, starts the new workers); ``imports`` -> the trainer's entry; ``rendezvous`` -> every rank joined
+    the group (a barrier); ``setup`` -> data, model, DDP (its parameter broadcast); ``load`` -> the checkpoint
+    is chosen, read and restored; ``first_step`` -> the first resumed step is logged."""
     from .results import load_jsonl
 
     recs = load_jsonl(run_dir, rank=0)
@@ -252,12 +253,13 @@ def recovery_parts(run_dir: str | Path) -> dict[str, float]:
     boot = start1.get("boot") or {}
     t_last = max(steps0)
     parts = {"total": step1 - t_last}
-    if all(k in boot for k in ("process", "enter", "group", "loaded")):
+    if all(k in boot for k in ("process", "enter", "group", "setup", "loaded")):
         parts.update(
             restart=boot["process"] - t_last,
             imports=boot["enter"] - boot["process"],
             rendezvous=boot["group"] - boot["enter"],
-            load=boot["loaded"] - boot["group"],
+            setup=boot["setup"] - boot["group"],
+            load=boot["loaded"] - boot["setup"],
             first_step=step1 - boot["loaded"],
         )
     return parts

@@ -27,6 +27,7 @@ from .ddp import StepStats, build_model, eval_loss, make_optimizer, make_schedul
 from .distributed import (
     DistInfo,
     any_rank,
+    barrier,
     broadcast_choice,
     gather_reports,
     init_distributed,
@@ -86,9 +87,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     torch.set_num_threads(cfg.threads)
     boot = {"process": process_start_time(), "enter": time.time()}  # the recovery time's parts
     info = init_distributed(cfg.backend)
+    barrier(info)  # the group is only formed once every rank arrived: time the rendezvous, not the import
     boot["group"] = time.time()
     try:
         run = setup(cfg, info)
+        boot["setup"] = time.time()
         run.boot = boot
         resume(run)
         with Preemption() as pre:
