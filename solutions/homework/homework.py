@@ -190,16 +190,26 @@ for gb, mb, w in [(48, 16, 2), (64, 16, 3), (rng.choice([40, 72, 100]), 16, 2)]:
         ev.equal(f"grad_accum_steps({gb}, {mb}, {w}) raises naming {gb}", False)
     except ValueError as e:
         ev.equal(f"grad_accum_steps({gb}, {mb}, {w}) raises naming {gb}", str(gb) in str(e))
-warm, total = rng.randint(1, 6), rng.randint(12, 30)
-ev.close(f"lr curve warmup={warm} total={total}", lr_curve(warm, total), rtol=1e-6, atol=1e-9)
-ev.close("lr curve warmup=4 total=20", lrs, rtol=1e-6, atol=1e-9)
+
+
+def lr_shape(warm, total):
+    """The schedule's required shape (the text fixes it, not its formula): rising to lr, monotone, ~10% at the end."""
+    c = lr_curve(warm, total)
+    return {"rises to lr": all(a < b for a, b in zip(c[:warm - 1], c[1:warm], strict=False)) and c[warm - 1] <= 0.1 + 1e-12,
+            "monotone decay": all(a >= b - 1e-12 for a, b in zip(c[warm:], c[warm + 1:], strict=False)) and c[-1] < c[warm],
+            "ends near 10%": abs(c[-1] - 0.01) < 0.005}
+
+
+for warm, total in [(4, 20), (rng.randint(2, 6), rng.randint(14, 30))]:
+    ev.equal(f"lr schedule warmup={warm} total={total}", lr_shape(warm, total))
 for label, res in [("accum 2", ddp), (f"accum {(a := rng.choice([1, 3]))}", kit.ddp_check(hw, micro=8, accum=a, steps=2))]:
     ev.equal(f"ddp {label}: all-reduces per step", res["allreduces_per_step"])
     ev.close(f"ddp {label}: per-step losses", res["losses"], rtol=1e-5)
     ev.close(f"ddp {label}: parameters", res["params"], rtol=1e-4, atol=1e-6)
-ev.close("trainer world 1: per-step losses", l1, rtol=1e-4, atol=1e-5)
-ev.close("trainer world 2: per-step losses", l2, rtol=1e-4, atol=1e-5)
-ev.close("trainer world 2: final parameters", kit.fingerprint(p2), rtol=1e-3, atol=1e-5)
+ev.rule("trainer world 1 vs 2: per-step losses", {"a": l2, "b": l1}, rule="homework.close_pair", rtol=1e-4,
+        atol=1e-5)
+ev.rule("trainer world 1 vs 2: final parameters", {"a": kit.fingerprint(p2), "b": kit.fingerprint(p1)},
+        rule="homework.close_pair", rtol=1e-4, atol=1e-4)
 ev.equal("trainer world 2 summary", {k: kit.final(w2)[k] for k in ("step", "world_size", "stopped")})
 ### END HIDDEN TESTS
 
@@ -304,7 +314,7 @@ ev.equal("rng restored", bool(torch.equal(_expect[0], _got[0]) and _expect[1] ==
 ev.equal("resumed_from", kit.final(part)["resumed_from"])
 ev.rule("world 2 dropout: resumed vs uninterrupted",
         {"base": kit.fingerprint(kit.final_params(full)), "other": kit.fingerprint(kit.final_params(part))},
-        rule="homework.bitwise_pair", rtol=1e-3, atol=1e-5)
+        rule="homework.bitwise_pair")
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "atomic_md"}
@@ -510,7 +520,8 @@ rng = random.Random(grading_seed())
 for stop, before, after in [(3, 2, 1), (3, 2, 4), (rng.randint(1, 7), rng.choice([1, 2, 4]), rng.choice([1, 2, 4]))]:
     ev.equal(f"rest of epoch after {stop} steps, world {before} -> {after}", sorted(rest_after(stop, before, after)))
 ev.equal("world 2 -> 1: distinct samples, repeats", [len(seen), len(dupes)])
-ev.close("world 2 -> 1: eval loss", got["eval_loss"], rtol=1e-3)
+ev.rule("world 2 -> 1: eval loss vs uninterrupted world 1", {"a": got["eval_loss"], "b": ref["eval_loss"]},
+        rule="homework.close_pair", rtol=1e-3, atol=0.0)
 ev.equal("world 2 -> 1: resumed_from", got["resumed_from"])
 ### END HIDDEN TESTS
 
