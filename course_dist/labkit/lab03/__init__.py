@@ -23,10 +23,12 @@ from course_dist.labkit.lab03.harness import (
     train_fsdp2,
     train_single,
     train_zero,
+    train_zero2,
     train_zero3,
     train_zero_redundancy,
+    zero1_check,
+    zero2_check,
     zero3_check,
-    zero_check,
 )
 from course_dist.labkit.lab03.ledger import MemoryLedger, optimizer_state_bytes, tensor_bytes, watch
 from course_dist.labkit.lab03.measure import plot_tradeoff, time_steps, timing_table, tradeoff_table
@@ -62,10 +64,12 @@ from course_dist.labkit.lab03.traffic import (
 )
 
 __all__ = [
-    "BATCH", "LR", "POLICIES", "WD", "Block", "LabModel", "MemoryLedger", "ModelConfig", "after_all_grads",
-    "alloc_storage", "bytes_moved", "ckpt_resume", "ckpt_resume_check", "ckpt_train_save", "collective_counts", "fit_alpha_beta", "flatten", "fsdp2_check", "free_storage",
-    "global_batch", "local_batch", "make_model", "max_abs_diff", "model_config", "numel",
-    "optimizer_state_bytes", "param_dict", "plot_tradeoff", "summary", "time_steps", "timing_table", "tradeoff_table", "record_single_collectives", "shard_model", "tensor_bytes",
-    "time_all_gather", "traffic", "train_ddp", "train_fsdp2", "train_single", "train_zero", "train_zero3",
-    "train_zero_redundancy", "zero3_check", "zero_check", "unflatten_into", "unit_count", "view_params", "watch", "wrap_policy",
+    "after_all_grads", "alloc_storage", "BATCH", "Block", "bytes_moved", "ckpt_resume", "ckpt_resume_check",
+    "ckpt_train_save", "collective_counts", "fit_alpha_beta", "flatten", "free_storage", "fsdp2_check",
+    "global_batch", "LabModel", "local_batch", "LR", "make_model", "max_abs_diff", "MemoryLedger",
+    "model_config", "ModelConfig", "numel", "optimizer_state_bytes", "param_dict", "plot_tradeoff",
+    "POLICIES", "record_single_collectives", "shard_model", "summary", "tensor_bytes", "time_all_gather",
+    "time_steps", "timing_table", "tradeoff_table", "traffic", "train_ddp", "train_fsdp2", "train_single",
+    "train_zero", "train_zero2", "train_zero3", "train_zero_redundancy", "unflatten_into", "unit_count",
+    "view_params", "watch", "WD", "wrap_policy", "zero1_check", "zero2_check", "zero3_check",
 ]

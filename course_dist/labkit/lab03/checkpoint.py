@@ -48,9 +48,11 @@ def ckpt_train_save(apply_fsdp2: Callable, save_fn: Callable, path: str, steps: 
 
 
 def ckpt_resume(apply_fsdp2: Callable, load_fn: Callable, path: str, steps: int = 2, more: int = 1,
-                policy: str = "block", batch: int = BATCH, seed: int = 1, size: str = "lab") -> dict[str, Any]:
+                policy: str = "block", batch: int = BATCH, seed: int = 1,
+                size: str = "lab") -> dict[str, Any]:
     """Build a fresh model (another seed: nothing but the checkpoint can make it equal), ``load_fn`` it, train
-    ``more`` steps from step ``steps``. A ValueError from ``load_fn`` is returned as ``{"error": message}``."""
+    ``more`` steps from step ``steps``. A ValueError from ``load_fn`` is returned as
+    ``{"error": message}``."""
     model, opt = _fsdp2_model(apply_fsdp2, policy, seed, size)
     t0 = time.perf_counter()
     try:

@@ -51,17 +51,19 @@ def _loss(model: nn.Module, step: int, batch: int, seed: int, size: str = "lab")
 
 def train_single(steps: int = 3, batch: int = BATCH, seed: int = 0, size: str = "lab",
                  grads: bool = False) -> dict[str, Any]:
-    """One process, global batch, torch AdamW: the parameters (and last gradients) every sharding must match."""
+    """One process, global batch, torch AdamW: the parameters (and last gradients) every sharding must
+    match."""
     model = make_model(seed, size)
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WD)
-    last = {}
+    last, first = {}, {}
     for step in range(steps):
         opt.zero_grad(set_to_none=True)
         x, y = local_batch(step, batch, 1, 0, seed, size)
         F.cross_entropy(model(x), y).backward()
         last = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+        first = first or last
         opt.step()
-    return {"params": param_dict(model), "grads": last if grads else None}
+    return {"params": param_dict(model), "grads": last if grads else None, "grads0": first}
 
 
 def _average_(params: list[nn.Parameter]) -> None:
@@ -87,36 +89,58 @@ def _import_zero_redundancy() -> Any:
     return ZeroRedundancyOptimizer
 
 
-def train_zero(opt_cls: Callable, reduce_fn: Callable | None = None, steps: int = 3, batch: int = BATCH,
-               seed: int = 0) -> dict[str, Any]:
-    """ZeRO-1 (``reduce_fn=None``: gradients all-reduced, then ``opt.step()``) or ZeRO-2 (``reduce_fn(params,
-    opt)`` returns this rank's averaged gradient shard, then ``opt.step(shard)``) with the student's
-    ``opt_cls(params, lr=, weight_decay=)``."""
+def train_zero(opt_cls: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """ZeRO-1 with the student's ``opt_cls(params, lr=, weight_decay=)``: gradients all-reduced (averaged)
+    on every rank, then ``opt.step()``; the optimizer must keep its torch optimizer in ``.optimizer``."""
     record_single_collectives()
     model = make_model(seed).to(course_dist.device())
     params = list(model.parameters())
     opt = opt_cls(params, lr=LR, weight_decay=WD)
-    grad_bytes = []
     t0 = time.time()
     for step in range(steps):
         for p in params:
             p.grad = None
         _loss(model, step, batch, seed).backward()
-        if reduce_fn is None:
-            _average_(params)
-            grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None]))
-            opt.step()
-        else:
-            shard = reduce_fn(params, opt)
-            # what is still held as gradient after the reduction: full grads (should be gone) + the shard
-            grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None] + [shard]))
-            opt.step(shard)
+        _average_(params)
+        opt.step()
     window = (t0, time.time())
     inner = getattr(opt, "optimizer", None)
     if not isinstance(inner, torch.optim.Optimizer):
         raise TypeError(f"{opt_cls.__name__} must keep its torch optimizer in .optimizer, got {type(inner)}")
-    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(inner),
-            "grad_bytes": max(grad_bytes), "numel": sum(p.numel() for p in params), "window": window}
+    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(inner), "window": window,
+            "numel": sum(p.numel() for p in params)}
+
+
+def train_zero2(reduce_fn: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """ZeRO-2's gradient path with the student's ``reduce_fn(params) -> averaged gradient chunk`` (padded to
+    ``ceil(numel / world)``). To test it alone (without exercise 1's optimizer) the harness all-gathers the
+    chunks back into full gradients and runs torch AdamW: the same bytes as ZeRO-2's parameter all-gather."""
+    record_single_collectives()
+    model = make_model(seed).to(course_dist.device())
+    params = list(model.parameters())
+    world = dist.get_world_size()
+    chunk = -(-sum(p.numel() for p in params) // world)
+    opt = torch.optim.AdamW(params, lr=LR, weight_decay=WD)
+    grad_bytes = []
+    t0 = time.time()
+    for step in range(steps):
+        opt.zero_grad(set_to_none=True)
+        _loss(model, step, batch, seed).backward()
+        shard = reduce_fn(params)
+        # what is still held as gradient after the reduction: full grads (should be gone) + the shard
+        grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None] + [shard]))
+        if shard.numel() != chunk:
+            raise ValueError(f"reduce_scatter_grads returned {shard.numel()} elements, want chunk = {chunk}")
+        full = shard.new_empty(chunk * world)
+        dist.all_gather_single(full, shard.contiguous())
+        for p in params:
+            p.grad = torch.empty_like(p)
+        unflatten_into(full, [p.grad for p in params])
+        if step == 0:  # AdamW is nearly blind to a constant factor on the gradient: compare gradients too
+            grads0 = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+        opt.step()
+    return {"params": param_dict(model), "grad_bytes": max(grad_bytes), "window": (t0, time.time()),
+            "grads0": grads0}
 
 
 def train_ddp(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
@@ -132,11 +156,14 @@ def train_ddp(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, An
             _loss(model, step, batch, seed).backward()
             _average_(params)
             grad_bytes = tensor_bytes([p.grad for p in params])
+            if step == 0:
+                with untracked():
+                    grads0 = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
             opt.step()
         window = (t0, time.time())
         peak = ledger.peak
     return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(opt),
-            "grad_bytes": grad_bytes, "window": window, "peak_bytes": peak}
+            "grad_bytes": grad_bytes, "window": window, "peak_bytes": peak, "grads0": grads0}
 
 
 def train_zero_redundancy(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
@@ -200,6 +227,10 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
             loss.backward()
             del loss
             ledger.mark("backward done")
+            if step == 0:  # AdamW is nearly blind to a constant factor on the gradient: compare gradients too
+                with untracked():
+                    shard_grads0 = [None if u.shard.grad is None else u.shard.grad.detach().clone()
+                                    for u in units]
             opt.step()
             for u in units:
                 u.shard.grad = None
@@ -208,14 +239,34 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
                   "units": len(units), "largest_unit": max(u_numel(u) for u in units), "policy": str(policy),
                   "window": (t0, time.time())}
     result["params"] = _zero3_params(model, units)  # after the window: its gathers are not the training's
+    result["grads0"] = _zero3_grads(model, units, shard_grads0)
     return result
+
+
+def _zero3_grads(model: nn.Module, units: list[Any], shards: list[torch.Tensor | None]) -> dict[str, Any]:
+    """The full first-step gradients, all-gathered from every rank's shard grads (after the trace window)."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    out = {}
+    for u, g in zip(units, shards, strict=True):
+        g = torch.zeros_like(u.shard) if g is None else g
+        full = g.new_empty(g.numel() * dist.get_world_size())
+        dist.all_gather_single(full, g.contiguous())
+        grads = [torch.empty(p.shape) for p in u.params]
+        unflatten_into(full, grads)
+        out.update({names[id(p)]: t for p, t in zip(u.params, grads, strict=True)})
+    return out
 
 
 def u_numel(unit: Any) -> int:
     return sum(p.numel() for p in unit.params)
 
 
-def train_fsdp2(apply_fsdp2: Callable, policy: str | list[str] = "block", reshard: bool = True, steps: int = 3,
+def _full(t: torch.Tensor) -> torch.Tensor:
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def train_fsdp2(apply_fsdp2: Callable, policy: str | list[str] = "block", reshard: bool = True,
+                steps: int = 3,
                 batch: int = BATCH, seed: int = 0, summed: bool = False) -> dict[str, Any]:
     """torch FSDP2 applied by the student's ``apply_fsdp2(model, names, reshard_after_forward)``, under the
     same ledger. ``summed=True`` plants the upstream gloo bug (gradients summed, not averaged)."""
@@ -241,7 +292,7 @@ def train_fsdp2(apply_fsdp2: Callable, policy: str | list[str] = "block", reshar
             ledger.mark("backward done")
             if step == steps - 1:
                 with untracked():  # the test's copy of the gradients is not the training's memory
-                    last = {n: (p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad).detach().clone()
+                    last = {n: _full(p.grad).detach().clone()
                             for n, p in model.named_parameters() if p.grad is not None}
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -261,17 +312,20 @@ def zero3_check(unit_cls: Callable, attach: Callable, policies: list[str], steps
 
 
 def fsdp2_check(apply_fsdp2: Callable, configs: list[dict[str, Any]], steps: int = 3, batch: int = BATCH,
-                seed: int = 0) -> list[dict[str, Any]]:
-    """One launch, several FSDP2 configurations (``{"policy", "reshard", "summed"}`` dicts)."""
-    return [train_fsdp2(apply_fsdp2, c.get("policy", "block"), c.get("reshard", True), steps, batch, seed,
+                seed: int = 0) -> dict[str, Any]:
+    """One launch: the DDP baseline (bytes to compare with), then several FSDP2 configurations
+    (``{"policy", "reshard", "summed"}`` dicts)."""
+    runs = [train_fsdp2(apply_fsdp2, c.get("policy", "block"), c.get("reshard", True), steps, batch, seed,
                         c.get("summed", False)) for c in configs]
+    return {"ddp": train_ddp(steps, batch, seed), "runs": runs}
 
 
-def zero_check(opt_cls: Callable, reduce_fn: Callable | None = None, steps: int = 3, batch: int = BATCH,
-               seed: int = 0, torch_zero: bool = True) -> dict[str, Any]:
-    """One launch: the DDP baseline, yours (ZeRO-1 or, with ``reduce_fn``, ZeRO-2) and optionally torch's
-    ZeroRedundancyOptimizer, one after the other."""
-    out = {"ddp": train_ddp(steps, batch, seed), "yours": train_zero(opt_cls, reduce_fn, steps, batch, seed)}
-    if torch_zero:
-        out["torch"] = train_zero_redundancy(steps, batch, seed)
-    return out
+def zero1_check(opt_cls: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """One launch: the DDP baseline, your ZeRO-1 and torch's ZeroRedundancyOptimizer, one after the other."""
+    return {"ddp": train_ddp(steps, batch, seed), "yours": train_zero(opt_cls, steps, batch, seed),
+            "torch": train_zero_redundancy(steps, batch, seed)}
+
+
+def zero2_check(reduce_fn: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
+    """One launch: the DDP baseline, then your ZeRO-2 gradient path (each in its own trace window)."""
+    return {"ddp": train_ddp(steps, batch, seed), "yours": train_zero2(reduce_fn, steps, batch, seed)}

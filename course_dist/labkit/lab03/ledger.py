@@ -4,7 +4,8 @@ CPU has no ``torch.cuda.max_memory_allocated``. The ledger is a ``TorchDispatchM
 operation produces is noted by its storage (weakly, so the ledger never keeps memory alive), and after each
 operation it sums ``nbytes()`` of the storages still alive. A storage freed with ``resize_(0)`` (how FSDP and
 your ZeRO-3 release gathered parameters while keeping the tensor objects) counts 0 from then on. This is the
-same idea as torch's ``torch.distributed._tools.mem_tracker.MemTracker``, reduced to one number and a timeline.
+same idea as torch's ``torch.distributed._tools.mem_tracker.MemTracker``, reduced to one number and a
+timeline.
 
     with lab03.MemoryLedger() as ledger:      # open it BEFORE building the model: it sees what is made inside
         model = lab03.make_model()
@@ -39,7 +40,7 @@ class MemoryLedger(TorchDispatchMode):
         self.marks: list[dict[str, Any]] = []
         self._where = "start"
 
-    # -- tracking ---------------------------------------------------------------------------------------------
+    # -- tracking -------------------------------------------------------------------------------------------
     def track(self, *tensors: Any) -> None:
         """Count tensors made before the ledger was opened (or outside it) from now on."""
         for t in tensors:
@@ -68,7 +69,7 @@ class MemoryLedger(TorchDispatchMode):
             self.peak, self.peak_at = now, self._where
         return out
 
-    # -- marks ------------------------------------------------------------------------------------------------
+    # -- marks ----------------------------------------------------------------------------------------------
     def mark(self, where: str) -> int:
         """Record the live bytes now under the label ``where`` (later peaks are attributed to it)."""
         now = self.current()

@@ -15,7 +15,16 @@ import torch
 import torch.distributed as dist
 
 import course_dist
-from course_dist.labkit.lab03.harness import BATCH, LR, WD, _average_, _loss, shard_model
+from course_dist.labkit.lab03.harness import (
+    BATCH,
+    LR,
+    WD,
+    _average_,
+    _import_zero_redundancy,
+    _loss,
+    shard_model,
+)
+from course_dist.labkit.lab03.ledger import MemoryLedger
 from course_dist.labkit.lab03.model import make_model, wrap_policy
 from course_dist.labkit.lab03.traffic import bytes_moved, collective_counts, record_single_collectives
 
@@ -31,6 +40,19 @@ def _build(cfg: dict[str, Any]) -> tuple[Callable[[int], None], int]:
 
         def step(i: int) -> None:
             opt.zero_grad(set_to_none=True)
+            _loss(model, i, BATCH, 0).backward()
+            _average_(params)
+            opt.step()
+    elif impl in ("zero1", "zero_redundancy"):
+        params = list(model.parameters())
+        if impl == "zero1":
+            opt = cfg["opt_cls"](params, lr=LR, weight_decay=WD)
+        else:
+            opt = _import_zero_redundancy()(params, optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
+
+        def step(i: int) -> None:
+            for p in params:
+                p.grad = None
             _loss(model, i, BATCH, 0).backward()
             _average_(params)
             opt.step()
@@ -53,7 +75,7 @@ def _build(cfg: dict[str, Any]) -> tuple[Callable[[int], None], int]:
             _loss(model, i, BATCH, 0).backward()
             opt.step()
     else:
-        raise ValueError(f"impl must be 'ddp', 'zero3' or 'fsdp2', got {impl!r}")
+        raise ValueError(f"impl must be 'ddp', 'zero1', 'zero_redundancy', 'zero3' or 'fsdp2', got {impl!r}")
     return step, n
 
 
@@ -61,6 +83,13 @@ def time_steps(configs: list[dict[str, Any]], steps: int = 5, rounds: int = 1) -
     """Inside a rank: median seconds per step of each configuration (interleaved ``rounds`` times, so a busy
     machine slows all alike), with each one's trace window (bytes are counted from the trace afterwards)."""
     record_single_collectives()
+    peaks = []
+    for c in configs:  # memory first, each configuration built fresh under its own ledger (2 steps)
+        with MemoryLedger() as ledger:
+            step, _ = _build(c)
+            step(0)
+            step(1)
+            peaks.append(ledger.peak)
     built = [_build(c) for c in configs]
     times: list[list[float]] = [[] for _ in configs]
     windows: list[tuple[float, float]] = [(0.0, 0.0)] * len(configs)
@@ -75,9 +104,11 @@ def time_steps(configs: list[dict[str, Any]], steps: int = 5, rounds: int = 1) -
                 times[k].append(time.perf_counter() - t0)
             windows[k] = (t_wall, time.time())
     rows = []
-    for c, (_, n), ts, w in zip(configs, built, times, windows, strict=True):
-        rows.append({"impl": c["impl"], "policy": c.get("policy", "-") if c["impl"] != "ddp" else "-",
-                     "step_s": sorted(ts)[len(ts) // 2], "params": n, "window": w, "steps": steps})
+    for c, (_, n), ts, w, peak in zip(configs, built, times, windows, peaks, strict=True):
+        sharded = c["impl"] in ("zero3", "fsdp2")
+        rows.append({"impl": c["impl"], "policy": c.get("policy", "-") if sharded else "-",
+                     "step_s": sorted(ts)[len(ts) // 2], "params": n, "window": w, "steps": steps,
+                     "peak_bytes": peak})
     return rows
 
 
@@ -95,7 +126,7 @@ def timing_table(result: Any) -> pd.DataFrame:
             else float("nan")
         rows.append({"impl": row["impl"], "policy": row["policy"], "world": world, "step_s": step_s,
                      "bytes_per_step": moved, "collectives_per_step": sum(counts.values()),
-                     "params": row["params"]})
+                     "peak_bytes": max(r[k]["peak_bytes"] for r in result), "params": row["params"]})
     return pd.DataFrame(rows)
 
 
@@ -108,7 +139,7 @@ def tradeoff_table(zero3: list[dict[str, Any]], trace: Any, world: int, alpha: f
         counts = collective_counts(trace, 0, steps, r["window"])
         moved = bytes_moved(trace, world, 0, steps, r["window"])
         n = sum(counts.values())
-        full = moved * world / max(world - 1, 1)  # ring bytes -> full tensor bytes, what alpha-beta was fit on
+        full = moved * world / max(world - 1, 1)  # ring bytes -> full bytes (what alpha-beta was fit on)
         rows.append({"policy": r["policy"], "units": r["units"], "peak_bytes": r["peak_bytes"],
                      "steady_bytes": r["steady_bytes"], "collectives_per_step": n, "bytes_per_step": moved,
                      "predicted_comm_s": n * alpha + full * beta})
@@ -121,7 +152,8 @@ def plot_tradeoff(table: pd.DataFrame, fsdp2: pd.DataFrame | None = None) -> Any
 
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     ax.plot(table["collectives_per_step"], table["peak_bytes"] / 1e3, "o-", label="your ZeRO-3")
-    for x, y, p in zip(table["collectives_per_step"], table["peak_bytes"] / 1e3, table["policy"], strict=True):
+    points = zip(table["collectives_per_step"], table["peak_bytes"] / 1e3, table["policy"], strict=True)
+    for x, y, p in points:
         ax.annotate(p, (x, y), textcoords="offset points", xytext=(4, 4))
     if fsdp2 is not None and len(fsdp2):
         ax.plot(fsdp2["collectives_per_step"], fsdp2["peak_bytes"] / 1e3, "s--", label="FSDP2")

@@ -203,8 +203,8 @@ def after_all_grads(params: list[nn.Parameter], fn: Callable[[], None]) -> list[
 
 
 def summary(params: dict[str, torch.Tensor]) -> torch.Tensor:
-    """A small fingerprint of a parameter dict for the judge: per tensor (sorted names) its float64 sum, sum of
-    squares and first two elements (a ``len(params) x 4`` tensor)."""
+    """A small fingerprint of a parameter dict for the judge: per tensor (sorted names) its float64 sum, sum
+    of squares and first two elements (a ``len(params) x 4`` tensor)."""
     rows = []
     for name in sorted(params):
         t = params[name].detach().double().reshape(-1)

@@ -1,0 +1,162 @@
+"""Fast tests of lab 03's machinery (course_dist/labkit/lab03/) - never of the exercises' answers: where a
+harness needs a student's piece, torch's own implementation (FSDP2, ZeroRedundancyOptimizer, DCP) stands in.
+
+    .venv/bin/python -m pytest tests/test_lab03_labkit.py -q
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+import torch
+import torch.distributed as dist
+
+from course_dist import launch
+from course_dist.labkit import lab03
+
+
+def torch_fsdp2(model, names, reshard_after_forward=True):  # noqa: ANN001, ANN201 - torch's FSDP2 itself
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    for name in names:
+        fully_shard(model.get_submodule(name), mesh=mesh, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
+    return model
+
+
+class TorchZero:
+    """torch's ZeroRedundancyOptimizer behind the exercise's interface (``.optimizer``, ``step()``)."""
+
+    def __init__(self, params, lr, weight_decay):  # noqa: ANN001
+        from course_dist.labkit.lab03.harness import _import_zero_redundancy
+
+        self.zero = _import_zero_redundancy()(list(params), optimizer_class=torch.optim.AdamW, lr=lr,
+                                              weight_decay=weight_decay)
+        self.optimizer = self.zero.optim
+
+    def step(self) -> None:
+        self.zero.step()
+
+
+def test_model_is_uneven_and_policies_name_real_modules():
+    model = lab03.make_model(size="tiny")
+    assert lab03.numel(model) % 2 == 1, "the lab wants uneven shards"
+    assert lab03.wrap_policy(model, "whole") == []
+    assert lab03.wrap_policy(model, "block") == ["blocks.0", "blocks.1"]
+    assert len(lab03.wrap_policy(model, "linear")) == 6
+    assert [lab03.unit_count(model, p) for p in lab03.POLICIES] == [1, 3, 6]
+    with pytest.raises(ValueError, match=r"do not exist in LabModel: \['blocks.7'\]"):
+        lab03.wrap_policy(model, ["blocks.0", "blocks.7"])
+    with pytest.raises(ValueError, match="policy must be one of"):
+        lab03.wrap_policy(model, "per-layer")
+    with pytest.raises(ValueError, match=r"ModelConfig.width must be a positive int, got 0"):
+        lab03.ModelConfig(width=0)
+    with pytest.raises(ValueError, match="does not divide"):
+        lab03.local_batch(0, 10, 3, 0)
+
+
+def test_flat_views_free_and_refill():
+    ps = [torch.nn.Parameter(torch.arange(6.0).reshape(2, 3)), torch.nn.Parameter(torch.ones(3))]
+    flat = lab03.flatten([p.detach() for p in ps], 10)
+    assert flat.tolist() == [0, 1, 2, 3, 4, 5, 1, 1, 1, 0]
+    lab03.view_params(ps, flat)
+    lab03.free_storage(flat)
+    assert flat.untyped_storage().nbytes() == 0 and ps[0].shape == (2, 3)
+    lab03.alloc_storage(flat)
+    flat.copy_(torch.arange(10.0))
+    assert ps[1].tolist() == [6, 7, 8], "parameters are views: refilling the buffer refills them"
+    out = [torch.zeros(2), torch.zeros(1)]
+    lab03.unflatten_into(torch.tensor([5.0, 6.0, 7.0, 8.0]), out)
+    assert out[0].tolist() == [5, 6] and out[1].tolist() == [7]
+    with pytest.raises(ValueError, match="cannot pad 3 elements down to 2"):
+        lab03.flatten([torch.ones(3)], 2)
+
+
+def test_ledger_counts_live_storages_and_freed_ones_as_zero():
+    with lab03.MemoryLedger() as ledger:
+        a = torch.zeros(1000)
+        b = a[:10]  # a view: same storage, counted once
+        base = ledger.mark("a")
+        assert base >= 4000
+        c = torch.ones(500)
+        assert ledger.current() - base == 2000
+        lab03.free_storage(c)
+        assert ledger.current() == base
+        with lab03.ledger.untracked():
+            d = torch.ones(10_000)
+        assert ledger.current() == base, "tensors made while untracked are not counted"
+        del a, b
+        assert ledger.current() <= base - 4000
+    assert ledger.peak >= base + 2000
+    assert list(ledger.frame().columns) == ["where", "live_bytes", "peak_so_far"]
+    assert d.numel() == 10_000
+
+
+def test_traffic_ring_bytes_from_a_trace():
+    trace = pd.DataFrame([
+        {"rank": 0, "op": "all_reduce", "shape": (100,), "dtype": "float32", "t_start": 1.0},
+        {"rank": 0, "op": "all_gather_single", "shape": (50,), "dtype": "float32", "t_start": 2.0},
+        {"rank": 0, "op": "reduce_scatter_single", "shape": (100,), "dtype": "float32", "t_start": 3.0},
+        {"rank": 1, "op": "all_reduce", "shape": (100,), "dtype": "float32", "t_start": 1.0},
+    ])
+    t = lab03.traffic(trace, world=2)
+    assert dict(zip(t["op"], t["ring_bytes"], strict=True)) == {
+        "all_reduce": 400.0, "all_gather_single": 200.0, "reduce_scatter_single": 200.0}
+    assert lab03.bytes_moved(trace, 2, window=(1.5, 3.5)) == 400.0, "RS + AG = one all-reduce's bytes"
+    assert lab03.collective_counts(trace, 0, steps=1, window=(0, 1.5)) == {"all_reduce": 1.0}
+    alpha, beta = lab03.fit_alpha_beta([{"bytes": 0, "seconds": 1e-4}, {"bytes": 1e6, "seconds": 1.1e-3}])
+    assert alpha == pytest.approx(1e-4) and beta == pytest.approx(1e-9)
+
+
+def test_harnesses_with_torchs_own_implementations(no_surviving_children):
+    # one launch: DDP arithmetic, ZeroRedundancyOptimizer behind the ZeRO-1 harness, FSDP2 per block
+    def work():
+        z = lab03.zero1_check(TorchZero)
+        f = lab03.fsdp2_check(torch_fsdp2, [{"policy": "block"}, {"policy": "block", "summed": True}])
+        return z, f
+
+    res = launch(work, world_size=2, trace=True, timeout=120)
+    z, f = res[0]
+    single = lab03.train_single(steps=3, grads=True)
+    assert lab03.max_abs_diff(z["yours"]["params"], z["torch"]["params"]) == 0
+    assert lab03.max_abs_diff(z["ddp"]["params"], single["params"]) < 1e-4
+    full = z["ddp"]["optimizer_bytes"]
+    assert 0.3 * full < res[1][0]["yours"]["optimizer_bytes"] < 0.7 * full, "torch's ZeRO-1 shards the state"
+    run, summed = f["runs"]
+    assert run["sharded"] == len(single["params"])
+    assert lab03.max_abs_diff(run["params"], single["params"]) < 1e-4
+    ratio = sum(float((summed["grads"][k] * single["grads"][k]).sum()) for k in single["grads"]) / \
+        sum(float((single["grads"][k] ** 2).sum()) for k in single["grads"])
+    assert ratio == pytest.approx(2.0, rel=1e-4), "the planted bug doubles the gradients at world 2"
+    counts = lab03.collective_counts(res.trace, 0, 3, run["window"])
+    units = lab03.unit_count(lab03.make_model(), "block")
+    assert counts == {"all_gather_single": 2.0 * units, "reduce_scatter_single": 1.0 * units}, counts
+    ddp = lab03.bytes_moved(res.trace, 2, 0, 3, f["ddp"]["window"])
+    assert lab03.bytes_moved(res.trace, 2, 0, 3, run["window"]) / ddp == pytest.approx(1.5, rel=0.02)
+    assert run["peak_bytes"] > run["steady_bytes"] > 0
+
+
+def test_checkpoint_saved_at_world_2_loads_at_world_1(tmp_path, no_surviving_children):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    def save(model, opt, path):  # noqa: ANN001
+        m, o = get_state_dict(model, opt)
+        dcp.save({"model": m, "optim": o}, checkpoint_id=path)
+
+    def load(model, opt, path):  # noqa: ANN001
+        m, o = get_state_dict(model, opt)
+        state = {"model": m, "optim": o}
+        dcp.load(state, checkpoint_id=path)
+        set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+
+    path = str(tmp_path / "ckpt")
+    saved = launch(lab03.ckpt_train_save, world_size=2, args=(torch_fsdp2, save, path, 2, 3), timeout=120)
+    assert ".metadata" in os.listdir(path)
+    resumed = launch(lab03.ckpt_resume, world_size=1, args=(torch_fsdp2, load, path, 2), timeout=120)
+    assert resumed[0]["error"] is None
+    assert lab03.max_abs_diff(resumed[0]["params"], saved[0]["params"]) < 1e-5
