@@ -69,8 +69,11 @@ class SandboxedExecute(Execute):
             Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
         base = Path(tempfile.mkdtemp(prefix="course-run-", dir=self.scratch_root or None))
         work, evidence = base / "work", base / "evidence"
-        # symlinks=True: a student's symlink is copied as a link, never followed by the grader
-        shutil.copytree(src, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        # symlinks=True: a student's symlink is copied as a link, never followed by the grader. No notebook:
+        # the one being graded has its hidden tests restored (nbgrader's OverwriteCells) by now.
+        shutil.copytree(
+            src, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb")
+        )
         evidence.mkdir()
         self._env = {**self.kernel_env, "COURSE_EVIDENCE_DIR": str(evidence)}
         if self.sandbox_json:

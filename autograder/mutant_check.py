@@ -1,19 +1,29 @@
-"""Exercise-level mutant check, the fast one the test suite runs (`make course` grades mutants with nbgrader).
+"""Exercise-level mutant check under the grading contract (the fast one the test suite and `make course` run).
 
 For each mutant: its cell swapped into the reference (instructor) notebook, executed in fast mode with
-nbclient, continuing on errors; every auto cell up to the next exercise's tests is scored by nbgrader's own
-rule. The mutant passes when its own exercise's auto cells fail and every other executed auto cell passes::
+nbclient at a fixed grading seed, continuing on errors. Each graded test cell runs as TWO executions - its
+visible part, then its hidden part - so we learn whether the visible tests alone catch the mutant. A test
+cell's verdict is the grader's: no error in either part AND the trusted judge passes its evidence against the
+reference's (:mod:`autograder.judge`). A mutant is right when
+
+* every auto cell of its own exercise fails, and every other executed auto cell passes;
+* the visible part of some auto cell of its own exercise fails, unless its header says
+  ``# hidden-only: <why>``.
+
+And the reference must pass every visible part (a problem reported under the key ``"<reference>"``, present
+only when there is one)::
 
     python -m autograder mutants [--lab lab02]
+
+``check_lab_mutants(cfg, lab, mutants=None, progress=False, seed=0) -> {mutant name: [problems]}``.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import os
+import shutil
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -23,82 +33,22 @@ from autograder.mutants import Mutant, copy_extras, find_mutants, replace_cell, 
 from autograder.source import grade_id, nbgrader_meta
 
 log = logging.getLogger("autograder.mutants")
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+REFERENCE = "<reference>"
 
 
-# ---- exercise-level execution -----------------------------------------------------------------------------
-@contextmanager
-def _env(**values: str):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def split_test(source: str) -> tuple[str, str]:
+    """(visible part, hidden part) of a test cell's source; the hidden part starts at its BEGIN marker."""
+    lines = source.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == HIDDEN_BEGIN:
+            return "\n".join(lines[:i]), "\n".join(lines[i:])
+    return source, ""
 
 
-def execute_graded(
-    cfg: CourseConfig,
-    lab: str,
-    nb: nbformat.NotebookNode,
-    *,
-    stop_after: int | None = None,
-    timeout: float | None = None,
-    mutant: Mutant | None = None,
-) -> dict[str, bool]:
-    """Run ``nb`` (cells ``[0, stop_after]``) in fast mode with nbclient; grade_id -> passed, per executed
-    auto cell.
-
-    A kernel that dies marks every not-yet-executed auto cell as failed instead of raising.
-    """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    nb = copy.deepcopy(nb)
-    if stop_after is not None:
-        nb.cells = nb.cells[: stop_after + 1]
-    with tempfile.TemporaryDirectory(prefix=f"{lab}-exec-") as tmp:
-        copy_extras(cfg, lab, Path(tmp), mutant)
-        client = NotebookClient(
-            nb,
-            timeout=int(timeout or cfg.cell_timeout),
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            kernel_name="python3",
-            resources={"metadata": {"path": tmp}},
-        )
-        with _env(**cfg.kernel_environ()):
-            try:
-                client.execute()
-            except DeadKernelError as exc:
-                log.warning("%s: kernel died: %s", lab, exc)
-    return {gid: score == full for gid, (score, full) in score_cells(cfg, nb).items()}
-
-
-def score_cells(cfg: CourseConfig, nb: nbformat.NotebookNode) -> dict[str, tuple[float, float]]:
-    """grade_id -> (score, max) of every executed auto cell, by nbgrader's own rule (``determine_grade``)."""
-    from nbgrader.utils import determine_grade
-
-    out = {}
-    for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
-            if cell.get("execution_count") is None and not cell.get("outputs"):
-                out[meta["grade_id"]] = (0.0, float(meta.get("points", 0)))  # never ran (kernel died)
-                continue
-            cell = copy.deepcopy(cell)
-            if not cfg.stderr_fails:
-                cell.outputs = [
-                    o
-                    for o in cell.outputs
-                    if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
-                ]
-            score, full = determine_grade(cell)
-            out[meta["grade_id"]] = (float(score or 0.0), float(full))
-    return out
+def is_auto_test(cell: nbformat.NotebookNode) -> bool:
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
 
 
 def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa: ANN001 - Rubric
@@ -117,55 +67,156 @@ def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa
     return max(pos[g.grade_id] for g in nxt.graded_cells if g.grade_id in pos)
 
 
-def check_mutant(cfg: CourseConfig, m: Mutant) -> list[str]:
-    """Problems with one mutant (empty = it fails exactly its own exercise's auto cells among those
-    executed)."""
+class _Runner:
+    """One kernel (plain: reference and mutants are trusted code) recording evidence into ``evidence``."""
+
+    def __init__(
+        self, cfg: CourseConfig, nb: nbformat.NotebookNode, workdir: Path, evidence: Path, seed: int
+    ):
+        from nbclient import NotebookClient
+
+        from autograder.sandbox import SandboxedKernelManager
+
+        self.cfg, self.nb, self.evidence = cfg, nb, evidence
+        self.died = False  # set when the kernel died (nbgrader would then zero the rest of the notebook)
+        self.client = NotebookClient(
+            copy.deepcopy(nb),
+            timeout=int(cfg.cell_timeout),
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            kernel_name="python3",
+            kernel_manager_class=SandboxedKernelManager,
+            resources={"metadata": {"path": str(workdir)}},
+        )
+        env = {**cfg.kernel_environ(), "COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
+        self.client.create_kernel_manager().extra_env = env
+
+    def _failed(self, cell: nbformat.NotebookNode) -> bool:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error":
+                return True
+            if self.cfg.stderr_fails and o.get("output_type") == "stream" and o.get("name") == "stderr":
+                return True
+        return False
+
+    def _exec(self, cell: nbformat.NotebookNode, index: int) -> bool:
+        """Execute one cell; True if it raised (a kernel that died is restarted and the prefix replayed)."""
+        from jupyter_core.utils import run_sync
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        try:
+            self.client.execute_cell(cell, index)
+            return self._failed(cell)
+        except CellTimeoutError:
+            return True
+        except DeadKernelError:
+            log.warning("kernel died in cell %d; restarting and replaying cells [0, %d)", index, index)
+            self.died = True
+            run_sync(self.client.km.restart_kernel)(now=True)
+            run_sync(self.client.kc.wait_for_ready)(timeout=120)
+            for j in range(index):
+                self.run(copy.deepcopy(self.nb.cells[j]), j)
+            return True
+
+    def run(self, cell: nbformat.NotebookNode, index: int) -> dict | None:
+        """Run a cell; for an auto test cell {gid, visible_failed, failed} (visible and hidden run apart)."""
+        if not is_auto_test(cell):
+            self._exec(cell, index)
+            return None
+        gid = grade_id(cell)
+        (self.evidence / f"{gid}.pt").unlink(missing_ok=True)  # this run's evidence only
+        visible, hidden = split_test(cell.source)
+        vis = copy.deepcopy(cell)
+        vis.source = visible
+        vfail = self._exec(vis, index)
+        hfail = False
+        if hidden.strip():
+            hid = copy.deepcopy(cell)
+            hid.source = hidden
+            hfail = self._exec(hid, index)
+        return {"gid": gid, "visible_failed": vfail, "failed": vfail or hfail}
+
+
+def _judge(results: list[dict], ref_dir: Path, stu_dir: Path) -> dict[str, dict]:
+    """gid -> {passed, visible_failed} with the judge's verdict folded in."""
+    from autograder.judge import judge_cell, load_evidence
+
+    ref, stu = load_evidence(ref_dir), load_evidence(stu_dir)
+    out = {}
+    for r in results:
+        problems = judge_cell(r["gid"], ref.get(r["gid"]), stu.get(r["gid"]))
+        out[r["gid"]] = {"passed": not r["failed"] and not problems, "visible_failed": r["visible_failed"]}
+    return out
+
+
+def _problems(m: Mutant, ex, got: dict[str, dict]) -> list[str]:  # noqa: ANN001 - Exercise
+    probs = [
+        f"its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
+        for gid in sorted(ex.auto_ids)
+        if got.get(gid, {}).get("passed", False)
+    ]
+    probs += [
+        f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
+        for gid, v in sorted(got.items())
+        if gid not in ex.auto_ids and not v["passed"]
+    ]
+    own = [got[g] for g in sorted(ex.auto_ids) if g in got]
+    if not m.hidden_only and own and not any(v["visible_failed"] for v in own):
+        probs.append(
+            f"the visible tests of {ex.id} all PASS on it: add a visible case of that class "
+            "(or, rarely, mark the mutant '# hidden-only: <why>')"
+        )
+    return probs
+
+
+def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0) -> list[str]:
+    """Problems with one mutant in a fresh kernel (file mutants: the module changes before import)."""
+    from autograder.judge import reference_evidence
     from autograder.rubrics import load_rubric
 
     rubric = load_rubric(cfg.rubric / f"{m.lab}.yaml")
     ex = rubric.exercise(m.exercise)
-    if m.is_file_mutant:
-        nb = source_notebook(cfg, m.lab)
-        got = execute_graded(cfg, m.lab, nb, stop_after=stop_index(nb, rubric, m.exercise), mutant=m)
-    else:
-        nb = replace_cell(source_notebook(cfg, m.lab), m.replaces, m.source)
-        got = execute_graded(cfg, m.lab, nb, stop_after=stop_index(nb, rubric, m.exercise))
-    problems = []
-    for gid in sorted(ex.auto_ids):
-        if got.get(gid, False):
-            problems.append(
-                f"{m.name}: its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
-            )
-    for gid, ok in sorted(got.items()):
-        if gid not in ex.auto_ids and not ok:
-            problems.append(
-                f"{m.name}: cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
-            )
-    return problems
+    nb = source_notebook(cfg, m.lab)
+    if not m.is_file_mutant:
+        nb = replace_cell(nb, m.replaces, m.source)
+    stop = stop_index(nb, rubric, m.exercise)
+    ref_dir = reference_evidence(cfg, m.lab, seed, True)
+    with tempfile.TemporaryDirectory(prefix=f"{m.lab}-mutant-") as tmp:
+        work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
+        ev.mkdir()
+        copy_extras(cfg, m.lab, work, m if m.is_file_mutant else None)
+        runner = _Runner(cfg, nb, work, ev, seed)
+        results = []
+        with runner.client.setup_kernel():
+            for i in range(stop + 1):
+                cell = copy.deepcopy(nb.cells[i])
+                if runner.died and is_auto_test(cell):
+                    results.append({"gid": grade_id(cell), "visible_failed": True, "failed": True})
+                    continue
+                r = runner.run(cell, i)
+                if r:
+                    results.append(r)
+        return _problems(m, ex, _judge(results, ref_dir, ev))
 
 
 def check_lab_mutants(
-    cfg: CourseConfig, lab: str, mutants: list[Mutant] | None = None, progress: bool = False
+    cfg: CourseConfig, lab: str, mutants: list[Mutant] | None = None, progress: bool = False, seed: int = 0
 ) -> dict[str, list[str]]:
     """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its
-    exercise).
+    exercise, and its visible tests catch it).
 
     Walking the reference notebook once, at each answer cell that has mutants we run, per mutant: the mutant's
-    source, then the cells up to the next exercise's tests (recording nbgrader's score of each auto cell);
-    then the
-    reference cell again and onwards. Re-running cells in order re-establishes the state, so each mutant
-    sees the
-    reference prefix (a fresh kernel per mutant would cost a kernel start and the whole prefix each time).
-    A kernel
-    that dies is restarted and the prefix replayed.
+    source, then the cells up to the next exercise's tests (their evidence moved aside per mutant); then the
+    reference cell again and onwards. Re-running cells in order re-establishes the state, so each mutant sees
+    the reference prefix. The walk itself is the reference run: its evidence, recorded when the walk reaches
+    each test cell, is what the mutants are judged against (same kernel, same seed), after the walk.
     """
-    from jupyter_core.utils import run_sync
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from tqdm.auto import tqdm
 
+    from autograder.judge import reference_evidence
     from autograder.rubrics import load_rubric
 
+    cfg = cfg.with_(fast=True)
     rubric = load_rubric(cfg.rubric / f"{lab}.yaml")
     mutants = find_mutants(cfg, lab) if mutants is None else mutants
     nb = source_notebook(cfg, lab)
@@ -174,7 +225,7 @@ def check_lab_mutants(
     by_cell: dict[int, list[Mutant]] = {}
     for m in [m for m in mutants if m.is_file_mutant]:  # a changed module needs a fresh kernel each
         try:
-            problems[m.name] = check_mutant(cfg, m)
+            problems[m.name] = check_mutant(cfg, m, seed)
         except KeyError as exc:
             problems[m.name] = [str(exc)]
     for m in [m for m in mutants if not m.is_file_mutant]:
@@ -190,70 +241,63 @@ def check_lab_mutants(
             ]
             continue
         by_cell.setdefault(pos[m.replaces], []).append(m)
-    if not by_cell:
-        return problems
-    last = max(stop_index(nb, rubric, ms[0].exercise) for ms in by_cell.values())
+    last = max([stop_index(nb, rubric, ms[0].exercise) for ms in by_cell.values()] or [len(nb.cells) - 1])
     bar = tqdm(total=len(mutants), desc=f"{lab} mutants", disable=not progress)
-
-    with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp, _env(**cfg.kernel_environ()):
-        copy_extras(cfg, lab, Path(tmp))
-        client = NotebookClient(
-            copy.deepcopy(nb),
-            timeout=int(cfg.cell_timeout),
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            kernel_name="python3",
-            resources={"metadata": {"path": tmp}},
-        )
-
-        def run(cell: nbformat.NotebookNode, index: int) -> bool:
-            """Execute one cell; False if the kernel died (then it has been restarted and the prefix
-            replayed)."""
-            try:
-                client.execute_cell(cell, index)
-                return True
-            except CellTimeoutError as exc:  # the interrupt did not stop it: recorded as a failed cell
-                cell.outputs.append(
-                    nbformat.v4.new_output(
-                        "error", ename="CellTimeoutError", evalue=str(exc)[:200], traceback=[]
-                    )
-                )
-                return True
-            except DeadKernelError:
-                log.warning(
-                    "%s: kernel died in cell %d; restarting and replaying cells [0, %d)", lab, index, index
-                )
-                run_sync(client.km.restart_kernel)(now=True)
-                run_sync(client.kc.wait_for_ready)(timeout=120)
-                for j in range(index):
-                    client.execute_cell(copy.deepcopy(nb.cells[j]), j)
-                return False
-
-        with client.setup_kernel():
+    pending: list[tuple[Mutant, list[dict], Path]] = []
+    with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp:
+        work, ev, ref = Path(tmp) / "work", Path(tmp) / "evidence", Path(tmp) / "reference"
+        ev.mkdir()
+        ref.mkdir()
+        copy_extras(cfg, lab, work)
+        runner = _Runner(cfg, nb, work, ev, seed)
+        ref_results: list[dict] = []
+        with runner.client.setup_kernel():
             for i in range(last + 1):
-                for m in by_cell.get(i, []):
+                for k, m in enumerate(by_cell.get(i, [])):
                     stop = stop_index(nb, rubric, m.exercise)
-                    window = nbformat.v4.new_notebook()
-                    window.cells = [copy.deepcopy(c) for c in nb.cells[i : stop + 1]]
-                    window.cells[0].source = m.source
-                    for k, cell in enumerate(window.cells):
-                        if not run(cell, i + k):
-                            break
-                    got = {gid: sc == full for gid, (sc, full) in score_cells(cfg, window).items()}
-                    ex = rubric.exercise(m.exercise)
-                    probs = [
-                        f"its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
-                        for gid in sorted(ex.auto_ids)
-                        if got.get(gid, False)
-                    ]
-                    probs += [
-                        f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
-                        for gid, ok in sorted(got.items())
-                        if gid not in ex.auto_ids and not ok
-                    ]
-                    problems[m.name] = probs
-                    bar.update()
-                run(copy.deepcopy(nb.cells[i]), i)  # the reference cell: state back on the reference path
+                    results = []
+                    runner.died = False
+                    for j in range(i, stop + 1):
+                        cell = copy.deepcopy(nb.cells[j])
+                        if j == i:
+                            cell.source = m.source
+                        if runner.died:  # under nbgrader a dead kernel fails everything after it
+                            if is_auto_test(cell):
+                                results.append(
+                                    {"gid": grade_id(cell), "visible_failed": True, "failed": True}
+                                )
+                            continue
+                        r = runner.run(cell, j)
+                        if r:
+                            results.append(r)
+                    mdir = Path(tmp) / f"mutant-{i}-{k}"
+                    mdir.mkdir()
+                    for r in results:  # this mutant's evidence, judged once the walk has the reference's
+                        f = ev / f"{r['gid']}.pt"
+                        if f.exists():
+                            shutil.move(str(f), mdir / f.name)
+                    pending.append((m, results, mdir))
+                r = runner.run(
+                    copy.deepcopy(nb.cells[i]), i
+                )  # the reference cell: back on the reference path
+                if r:
+                    ref_results.append(r)
+                    f = ev / f"{r['gid']}.pt"
+                    if f.exists():
+                        shutil.copy2(f, ref / f.name)
+        # Judged against a clean reference run (cached, shared with grading at the same seed): a mutant that
+        # poisons the kernel (patches a module) must not spoil the verdicts of the mutants after it.
+        clean = reference_evidence(cfg, lab, seed, True)
+        for m, results, mdir in pending:
+            problems[m.name] = _problems(m, rubric.exercise(m.exercise), _judge(results, clean, mdir))
+            bar.update()
+        ref_got = _judge(ref_results, clean, ref)
+        ref_probs = [
+            f"reference: the visible part of {g} FAILED" for g, v in ref_got.items() if v["visible_failed"]
+        ]
+        ref_probs += [f"reference: cell {g} FAILED" for g, v in ref_got.items() if not v["passed"]]
+        if ref_probs:
+            problems[REFERENCE] = ref_probs
     bar.close()
     return problems
 

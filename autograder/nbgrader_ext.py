@@ -103,6 +103,13 @@ class JudgeEvidence(NbGraderPreprocessor):
             gid = cell.metadata["nbgrader"]["grade_id"]
             problems = judge_cell(gid, ref.get(gid), stu.get(gid))
             verdicts[gid] = problems
+            # nbgrader scores a cell by its first decisive output, and an execute_result means partial credit
+            # (a student's displayhook call before an error would earn full points). Verdicts are binary
+            # here: results become plain displays, so any error output anywhere scores the cell 0.
+            for out in cell.outputs:
+                if out.get("output_type") == "execute_result":
+                    out["output_type"] = "display_data"
+                    out.pop("execution_count", None)
             if problems:
                 shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
                 cell.outputs.append(

@@ -218,7 +218,8 @@ def bwrap_argv(spec: SandboxSpec, *, private: list[Path] = ()) -> list[str]:
         "/tmp",
     ]
     argv += ["--setenv", "MPLCONFIGDIR", "/tmp/home/.mpl", "--setenv", "IPYTHONDIR", "/tmp/home/.ipython"]
-    return argv + ["--"]
+    # bwrap's root is a writable tmpfs: read-only once everything is mounted (only the binds stay writable)
+    return argv + ["--remount-ro", "/", "--"]
 
 
 def sandbox_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:

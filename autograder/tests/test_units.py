@@ -137,8 +137,21 @@ def test_mutant_checker_catches_weak_tests_collateral_damage_and_dead_kernels(fi
     crash = Mutant(
         name="crash", exercise="add", replaces="add_solution", source="import os\nos._exit(1)\n", **base
     )
-    res = check_lab_mutants(cfg, "fixlab", [good, harmless, crash, collateral])
+    sneaky = Mutant(  # right on the visible cases only
+        name="sneaky",
+        exercise="square",
+        replaces="square_solution",
+        source="def square(x):\n    return x * x if x in (3, -4) else 0\n",
+        **base,
+    )
+    excused = dataclasses.replace(sneaky, name="excused", hidden_only="only the visible cases are easy")
+    # collateral last: it poisons course_dist.launch for every mutant after it in the same kernel
+    res = check_lab_mutants(cfg, "fixlab", [good, harmless, crash, sneaky, excused, collateral])
     assert res["square_plus"] == [], res
+    assert res["excused"] == [], res
+    assert any("visible tests of square all PASS" in p for p in res["sneaky"]), res
+    # the walk's reference cells after `collateral` run with its poisoned launch: only allsum may suffer
+    assert all("allsum_tests" in p for p in res.get("<reference>", [])), res
     assert any("square_tests PASSED" in p for p in res["harmless"]), res
     assert any("allsum_tests of another exercise FAILED" in p for p in res["collateral"]), res
     # a mutant that kills the kernel would zero the whole submission under nbgrader: flagged; the kernel was
