@@ -11,7 +11,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.course-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv course test test-fast lab release bench lint freeze clean
+.PHONY: venv sandbox course test test-fast lab release bench lint freeze clean
 
 venv: $(STAMP)
 
@@ -22,14 +22,22 @@ $(STAMP): requirements.txt constraints.txt
 	$(VPY) -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'course-repo.pth').write_text('$(CURDIR)\n')"
 	@touch $(STAMP)
 
-course: venv
+# Grading runs student code in a bubblewrap sandbox (DESIGN.md, grading contract): install it when missing
+# (Debian/Ubuntu, as root or with sudo); without it `grade` refuses unless --unsafe-no-sandbox is given.
+sandbox:
+	@command -v bwrap >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -yq bubblewrap || { $$SUDO apt-get update -q && $$SUDO apt-get install -yq bubblewrap; }; }
+	@command -v bwrap >/dev/null || { echo "make sandbox: bubblewrap missing: apt-get install bubblewrap" >&2; exit 1; }
+
+course: venv sandbox
 	$(VPY) -m autograder course
 
 release: venv
 	$(VPY) -m autograder release
 
 # pytest exits 5 when it collected no tests: that is a failure, never a silent green.
-test: venv
+test: venv sandbox
 	@$(VPY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no tests (exit 5)" >&2; exit 1; fi; exit $$rc
 
