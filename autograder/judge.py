@@ -53,7 +53,7 @@ def load_file(path: Path) -> dict[str, dict]:
 
     try:
         # O_NOFOLLOW + fstat: a student's symlink (or a file swapped in for one) is never followed
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # NONBLOCK: a FIFO cannot hang us
     except OSError as exc:
         raise ValueError(f"{path.name}: not a readable regular file ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as fh:
