@@ -316,11 +316,12 @@ for _ in range(30):
     ev.equal(f"rebalance {args}", rebalance(*args))
 ev.close("loss_weight", [loss_weight(b, B, R) for b, B, R in [(16, 24, 2), (3, 10, 3), (1, 7, 4)]], rtol=1e-9)
 ev.close("grad rebalanced world 2", straggler["after"]["grad"], atol=1e-5)
-slow, sizes = rng.randrange(3), [rng.randint(2, 9) for _ in range(3)]
+slow, sizes = rng.randrange(3), sorted(rng.randint(2, 9) for _ in range(3))
+sizes.insert(slow, sizes.pop())  # the slow rank also holds the most samples: its compute is the largest
 hidden = lab05.run_straggler(sizes, slow_rank=slow, factor=3.0, steps=4, loss_weight=loss_weight)
 ev.equal(f"measured slowest world 3 (slow rank {slow})", {"slow": slow, "named": slowest_rank(hidden["spans"])})
 ev.close(f"grad world 3 sizes {sizes}", hidden["grad"], atol=1e-5)
-ev.rule("recovered fraction of the what-if gain", float(straggler["recovered"]), rule="common.ge", bound=0.3)
+ev.rule("recovered fraction of the what-if gain", float(straggler["recovered"]), rule="common.ge", bound=0.2)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -77,7 +77,7 @@ def _rank_fn(sizes: list[int], slow_rank: int, factor: float, steps: int, per_sa
 
 
 def run(sizes: list[int], slow_rank: int = 1, factor: float = 2.0, steps: int = 6,
-        per_sample_s: float = 0.002, loss_weight: Callable | None = None, seed: int = 0) -> dict[str, Any]:
+        per_sample_s: float = 0.004, loss_weight: Callable | None = None, seed: int = 0) -> dict[str, Any]:
     """Launch ``len(sizes)`` ranks (rank r processes ``sizes[r]`` samples of one global batch per step);
     rank ``slow_rank`` is ``factor`` x slower per sample. Returns ``{"spans": every rank's StepTimer spans,
     "grad": rank 0's averaged gradient of step 0}``."""
@@ -102,7 +102,7 @@ def step_times(spans: pd.DataFrame) -> pd.DataFrame:
 
 
 def experiment(rebalance: Callable, loss_weight: Callable, world: int = 2, slow_rank: int = 1,
-               factor: float = 2.0, batch: int = 24, steps: int = 6, per_sample_s: float = 0.002
+               factor: float = 2.0, batch: int = 24, steps: int = 6, per_sample_s: float = 0.004
                ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Balanced run -> measure per-sample compute -> ``rebalance`` -> weighted run; the gain against the
     what-if optimum (equal compute on every rank). Returns (table, details)."""
