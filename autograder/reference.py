@@ -1,0 +1,103 @@
+"""The oracle of the judge: the reference run's evidence for a lab, seed and mode (computed once, cached).
+
+``reference_evidence(cfg, lab, seed, fast) -> Path`` (also importable from :mod:`autograder.judge`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("autograder.judge")
+
+
+# ---- the oracle: reference evidence ------------------------------------------------------------------------
+def _source_hash(cfg: Any, lab: str, nb: Any) -> str:
+    """Hash of what the reference evidence depends on: the source notebook and the files beside it."""
+    import nbformat
+
+    h = hashlib.sha256(nbformat.writes(nb).encode())
+    for p in sorted((cfg.solutions / lab).rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".ipynb"):
+            h.update(str(p.relative_to(cfg.solutions)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
+    """Directory of the reference run's evidence for ``lab`` at ``seed`` and mode (computed once, cached).
+
+    Executes the source notebook (reference solutions + hidden tests) in a plain kernel - reference code is
+    trusted - with ``COURSE_EVIDENCE_DIR``, ``COURSE_GRADE_SEED`` and ``COURSE_FAST`` set, in a scratch copy
+    of the files beside the source. Cached under ``build/grading/reference/<lab>/<seed>-<mode>-<hash>/``;
+    concurrent callers (workers of one run, shards) wait on a lock and reuse the first one's result.
+    ``run.json`` there lists graded cells whose reference execution raised (a course bug, logged).
+    """
+    import fcntl
+
+    from nbclient import NotebookClient
+
+    from autograder.mutants import copy_extras
+    from autograder.release import build_source_notebook
+    from autograder.sandbox import SandboxedKernelManager
+    from autograder.source import nbgrader_meta
+
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    nb = build_source_notebook(cfg, lab)
+    mode = "fast" if fast else "full"
+    out = cfg.build / "grading" / "reference" / lab / f"{seed}-{mode}-{_source_hash(cfg, lab, nb)}"
+    if (out / "run.json").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one reference run per key, however many workers ask
+        if (out / "run.json").exists():
+            return out
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix=f"{lab}-reference-") as tmp:
+            work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
+            ev.mkdir()
+            copy_extras(cfg, lab, work)
+            env = {**cfg.kernel_environ(), "COURSE_FAST": "1" if fast else "0"}
+            env.update(COURSE_EVIDENCE_DIR=str(ev), COURSE_GRADE_SEED=str(seed))
+            client = NotebookClient(
+                nb,
+                timeout=int(cfg.cell_timeout),
+                allow_errors=True,
+                interrupt_on_timeout=True,
+                kernel_name="python3",
+                kernel_manager_class=SandboxedKernelManager,
+                resources={"metadata": {"path": str(work)}},
+            )
+            client.create_kernel_manager().extra_env = env
+            client.execute()
+            errors = {}
+            for cell in nb.cells:
+                meta = nbgrader_meta(cell)
+                errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+                if meta.get("grade") and cell.cell_type == "code" and errs:
+                    errors[meta["grade_id"]] = f"{errs[0].get('ename')}: {str(errs[0].get('evalue'))[:200]}"
+            if errors:
+                log.error("%s: the reference run raised in graded cells %s", lab, errors)
+            staged = out.with_name(out.name + ".staging")
+            shutil.rmtree(staged, ignore_errors=True)
+            shutil.copytree(ev, staged)
+            (staged / "run.json").write_text(
+                json.dumps(
+                    {
+                        "lab": lab,
+                        "seed": seed,
+                        "mode": mode,
+                        "errors": errors,
+                        "seconds": round(time.monotonic() - t0, 1),
+                    }
+                )
+            )
+            staged.replace(out)  # atomic: a reader sees no directory or a complete one
+    return out
