@@ -64,7 +64,7 @@ def _trace_frame(run_dir: str, world: int, enabled: bool) -> Any:
 
 
 def _first_line(text: str, limit: int = 400) -> str:
-    """The first line of a message, shortened only past ``limit``, then at a word boundary (never mid-word)."""
+    """The first line of a message, cut only past ``limit`` and then at a word boundary (never mid-word)."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     if len(line) <= limit:
         return line

@@ -1,1 +1,4 @@
-"""Trusted judge rules, one module per lab (``rule="<module>.<function>"``); never visible to a student kernel."""
+"""Trusted judge rules, one module per lab (``rule="<module>.<function>"``).
+
+Never visible to a student's kernel: the sandbox shows only course_dist/ of the repository.
+"""
