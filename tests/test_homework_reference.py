@@ -84,7 +84,7 @@ def test_bad_option_and_bad_value_exit_2_naming_them():
         ("dropout", 1.5, "in [0, 1), got 1.5"),
         ("lr", 0.0, "> 0, got 0.0"),
         ("optimizer", "adam", "got 'adam'"),
-        ("micro_batch", 48, "multiple of micro_batch=48"),
+        ("global_batch", 100, "a multiple of micro_batch=128, got 100"),
         ("data_size", 100, ">= global_batch=512, got 100"),
     ],
 )
@@ -156,7 +156,15 @@ def test_manifest_requires_every_rank_file(tmp_path):
     tmp = tmp_path / ".tmp-step-00000009"
     tmp.mkdir()
     with pytest.raises(RuntimeError, match="rank 1 did not report"):
-        ck._commit(tmp_path, tmp, ck.step_dir(tmp_path, 9), 9, 2, [{"rank": 0, "files": {}}, None], 3)
+        ck._commit(
+            tmp_path,
+            tmp,
+            ck.step_dir(tmp_path, 9),
+            9,
+            2,
+            [{"rank": 0, "files": {"rank-00000.pt": {}, "shared.pt": {}}}, None],
+            3,
+        )
 
 
 def test_restore_refuses_same_world_without_local_state():
