@@ -152,8 +152,9 @@ def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
 
 
 # %% nbgrader={"grade": true, "grade_id": "state_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
-def snapshot_check(k: int) -> tuple[int, int]:
-    """Capture at step k, train one more step, restore the (serialised) capture: the step it restores."""
+def snapshot_check(k: int, m: int = 2) -> tuple[int, list[float], list[float]]:
+    """Capture at step k, train one more step, restore the (serialised) capture into a fresh trainer and train
+    m steps: (the step it restored, its losses, the uninterrupted run's losses of steps k+1..k+m)."""
     tr = lab04.Trainer(CFG)
     for _ in range(k):
         tr.train_step()
@@ -161,7 +162,8 @@ def snapshot_check(k: int) -> tuple[int, int]:
     tr.train_step()  # training on must not change the snapshot
     fresh = lab04.Trainer(CFG)
     restore_state(fresh, lab04.roundtrip(snap))
-    return fresh.step, k
+    step = fresh.step
+    return step, [fresh.train_step() for _ in range(m)], lab04.uninterrupted(CFG, k + m).losses[k:]
 
 
 def config_check(cfg_other: lab04.Config) -> str:
@@ -180,8 +182,10 @@ for k in (0, 5, 9):  # the start, mid-epoch, across the epoch boundary (8 steps 
     assert rep.ok, f"resume at step {k} ({m} more steps): {rep.detail}"
 twice = lab04.check_restore_twice(capture_state, restore_state, CFG, k=3, m=m)
 assert twice.ok, f"capture at step 3, restored twice: {twice.detail}"
-got_step, _ = snapshot_check(3)
-assert got_step == 3, f"snapshot taken at step 3 restores step {got_step}: it changed after it was taken"
+got_step, got_losses, want_losses = snapshot_check(3)
+assert got_step == 3 and got_losses == want_losses, (
+    f"snapshot taken at step 3, trained on, then restored: step {got_step} (expected 3), losses {got_losses} "
+    f"(expected {want_losses}): the snapshot changed after it was taken (copy the state_dicts)")
 msg = config_check(replace(CFG, lr=1e-3))
 other_hash = replace(CFG, lr=1e-3).digest()
 assert CFG.digest() in msg and other_hash in msg, (
@@ -205,7 +209,7 @@ tw = lab04.check_restore_twice(capture_state, restore_state, CFG, k=k2, m=3)
 ev.equal(f"capture at step {k2}, second restore: losses", tw.second.losses)
 ev.equal(f"capture at step {k2}: state unchanged by restoring and training", tw.state_unchanged)
 ks2 = rng.randint(1, 12)
-ev.equal(f"snapshot at step {ks2} restores step", snapshot_check(ks2)[0])
+ev.equal(f"snapshot at step {ks2}: restored step and losses", list(snapshot_check(ks2)[:2]))
 cfg_b = replace(CFG, lr=rng.choice([1e-3, 5e-3, 2e-2]))
 msg_b = config_check(cfg_b)
 ev.equal(f"config {cfg_b.digest()}: ValueError names both hashes", CFG.digest() in msg_b and cfg_b.digest() in msg_b)
