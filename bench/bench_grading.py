@@ -67,6 +67,7 @@ def _grade(cfg, subs: Path, lab: str, one_shot: bool, seed: int) -> dict[str, di
             "exec_s": float(full["timings"].get("exec_s", 0.0)),
             "status": row["status"],
             "score": float(row["score"]),
+            "timings": full["timings"],
         }
     return res
 
@@ -97,6 +98,11 @@ def bench_lab(cfg, lab: str, n_mutants: int, seed: int) -> dict:  # noqa: ANN001
         exe = sum(r["exec_s"] for r in res.values())
         row[f"{design} overhead"] = 1 - exe / tot if tot else float("nan")
         row[f"{design} mean"] = tot / max(1, len(res))
+    row["detail"] = [
+        (design, s, r["seconds"], r["timings"])
+        for design, res in (("before", before), ("after", after))
+        for s, r in sorted(res.items())
+    ]
     row["same scores"] = all(before[s]["score"] == after[s]["score"] for s in before if s in after)
     return row
 
@@ -143,6 +149,21 @@ def main(quick: bool = False) -> None:
             f"{_fmt(r['after mutant'])} | {r['before overhead']:.0%} | {r['after overhead']:.0%} | "
             f"{'yes' if r['same scores'] else 'NO'} | {_fmt(r['reference run'])} |"
         )
+    lines += [
+        "",
+        "Per submission (seconds): wall from the grader's side; inside the worker: nbgrader autograde "
+        "(of which "
+        "the kernel executing cells) and feedback.",
+        "",
+        "| lab | design | sample | wall | autograde | executing cells | feedback |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for design, student, wall, t in r["detail"]:
+            lines.append(
+                f"| {r['lab']} | {design} | {student} | {wall:.1f} | {t.get('autograde_s', 0):.1f} | "
+                f"{t.get('exec_s', 0):.1f} | {t.get('feedback_s', 0):.1f} |"
+            )
     per_student = sum(r["after reference"] for r in rows)  # a student who does the work: reference-like
     lines += [
         "",
