@@ -294,7 +294,8 @@ random.seed(999)
 hw.restore_state(shared, local, hw.build_model(_cfg), _opt, _sched, _smp)
 _got = (torch.rand(3), random.random())
 assert torch.equal(_expect[0], _got[0]) and _expect[1] == _got[1], (
-    f"RNG not restored: after restore torch.rand gives {_got[0].tolist()}, expected {_expect[0].tolist()}")
+    f"RNG not restored: after restore torch.rand gives {_got[0].tolist()} and random.random() {_got[1]}, "
+    f"expected {_expect[0].tolist()} and {_expect[1]}")
 raises(ValueError, "rank", hw.restore_state, shared, None, hw.build_model(_cfg), _opt, _sched, _smp)
 full = run("w2_drop", nproc=2, **DROP)
 part = WORK / "w2_drop_resumed"
