@@ -33,6 +33,14 @@ log = logging.getLogger("autograder.execute")
 MAX_TRACEBACK_CHARS = 20_000
 
 
+def _size(content: dict) -> int:
+    """Roughly the bytes an output adds to the notebook (cheap: no re-serialisation of a 1 MB print)."""
+    if "text" in content:
+        return len(content["text"])
+    data = content.get("data") or {}
+    return sum(len(v) if isinstance(v, str) else len(json.dumps(v, default=str)) for v in data.values()) + 64
+
+
 class SandboxedExecute(Execute):
     sandbox_json = Unicode("", help="SandboxSpec JSON (workdir filled per run); empty = no sandbox").tag(
         config=True
@@ -118,7 +126,7 @@ class SandboxedExecute(Execute):
             content["traceback"] = kept
             content["evalue"] = str(content.get("evalue", ""))[:MAX_TRACEBACK_CHARS]
             return super().output(outs, msg, display_id, cell_index)
-        size = len(json.dumps(content.get("data") or content.get("text") or content, default=str))
+        size = _size(content)
         if self._used + size > self.output_bytes:
             self._dropped += size
             if cell_index not in self._noted:

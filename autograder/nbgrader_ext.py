@@ -216,6 +216,10 @@ def nbgrader_config(
     c.SandboxedExecute.sandbox_json = "" if sandbox is None else sandbox.to_json()
     c.SandboxedExecute.kernel_env = {**cfg.kernel_environ(), "COURSE_GRADE_SEED": str(int(seed))}
     c.SandboxedExecute.scratch_root = str(evidence_dir) if evidence_dir else ""
+    # A flood of output (100 MB of prints) takes longer than nbclient's 4 s to drain after the reply: wait
+    # longer, and on expiry keep grading with what arrived (the verdict comes from the reply and the judge).
+    c.SandboxedExecute.iopub_timeout = 30
+    c.SandboxedExecute.raise_on_iopub_timeout = False
     c.JudgeEvidence.reference_dir = str(reference_evidence) if reference_evidence else ""
     fb = list(GenerateFeedback.class_traits()["preprocessors"].make_dynamic_default())
     if not show_hidden_source:
