@@ -149,7 +149,8 @@ def _unsettled(err: BaseException | None) -> bool:
     stacks = getattr(err, "stacks", None)
     if not stacks:
         return False
-    return len(stacks) < WORLD or any(__file__ not in s for s in stacks.values())
+    finished = getattr(err, "finished", None) or []  # ranks that returned (the shape-mismatch survivors)
+    return len(stacks) + len(finished) < WORLD or any(__file__ not in s for s in stacks.values())
 
 
 def _run(case: str, culprit: int, timeout: float) -> BaseException | None:
@@ -176,7 +177,7 @@ def plant(cases: list[tuple[str, int]], timeout: float = 3.0,
     from course_dist import launch
 
     t0 = time.perf_counter()
-    launch(_warm, 1, stream=False)  # the kernel's first launch starts the forkserver (seconds): not in a timeout
+    launch(_warm, 1, stream=False)  # the first launch starts the forkserver (seconds): not inside a timeout
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(cases)))) as pool:
         out = list(pool.map(lambda c: _run(c[0], c[1], timeout), cases))
     _log_elapsed(len(cases), time.perf_counter() - t0)
