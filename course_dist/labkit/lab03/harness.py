@@ -219,11 +219,11 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
         opt = torch.optim.AdamW([u.shard for u in units], lr=LR, weight_decay=WD)
         watch(model, ledger)
         ledger.mark("built")
-        steady = []
+        steady, after_forward = [], []
         t0 = time.time()
         for step in range(steps):
             loss = _loss(model, step, batch, seed)
-            ledger.mark("forward done, backward next")
+            after_forward.append(ledger.mark("forward done, backward next"))
             loss.backward()
             del loss
             ledger.mark("backward done")
@@ -237,6 +237,7 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
             steady.append(ledger.mark("after step"))
         result = {"peak_bytes": ledger.peak, "peak_at": ledger.peak_at, "steady_bytes": max(steady),
                   "units": len(units), "largest_unit": max(u_numel(u) for u in units), "policy": str(policy),
+                  "after_forward_bytes": max(after_forward),
                   "window": (t0, time.time())}
     result["params"] = _zero3_params(model, units)  # after the window: its gathers are not the training's
     result["grads0"] = _zero3_grads(model, units, shard_grads0)
