@@ -56,6 +56,12 @@ class SolutionCard:
     fallback: Limit | None
     justification: str = ""
 
+    def to_dict(self) -> dict:
+        """Plain data (what ``course_dist.evidence`` records for the judge): limits as dicts, None kept."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
     def to_frame(self):  # noqa: ANN201 - pandas imported lazily
         """The four limits as a pandas DataFrame (one row per limit)."""
         import pandas as pd
