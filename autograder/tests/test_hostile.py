@@ -192,10 +192,12 @@ DISPLAY_STUB = """def square(x):
 
 MEMORY_BOMB = """def allsum_rank():
     import course_dist
+    import time
     if course_dist.rank() == 1:
         blocks = []
         while True:  # until the sandbox's memory limit stops it
             blocks.append(b"x" * (64 << 20))
+    time.sleep(10)  # rank 0 waits: rank 1 meets the memory limit first
     raise NotImplementedError("stub")
 """
 
@@ -342,6 +344,7 @@ def test_processes_bounded_and_none_survives(hostile) -> None:  # noqa: ANN001
     assert capped and capped[0].startswith("THREADS-CAPPED"), capped or text[:1000]
     assert int(capped[0].split()[1]) < 400, capped
     assert df.loc["procs", "status"] == "ok", df.loc["procs"].to_dict()
+    assert any("rank 1" in ln for ln in text.splitlines()), text[-2000:]  # the memory bomb's rank: reported
 
 
 def test_output_capped(hostile) -> None:  # noqa: ANN001

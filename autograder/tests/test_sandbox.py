@@ -178,3 +178,26 @@ def test_common_rules() -> None:
             bad()
     with pytest.raises(AssertionError, match="latency: missing"):
         common.card({"card": {"lab": "x", "justification": "w " * 30}, "measured": {}})
+
+
+@pytest.mark.slow
+def test_memory_bomb_kills_only_the_kernel(tmp_path: Path) -> None:
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    from autograder.sandbox import SandboxedKernelManager
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("b = []\nwhile True:\n    b.append(b'x' * (32 << 20))")]
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        kernel_manager_class=SandboxedKernelManager,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    km = client.create_kernel_manager()
+    km.sandbox = SandboxSpec(workdir=tmp_path, memory_bytes=600 << 20)
+    with pytest.raises(DeadKernelError):  # the cgroup's OOM killer, well before 60 s
+        client.execute()
+    km.close()
