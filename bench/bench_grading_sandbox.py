@@ -123,7 +123,7 @@ def main(quick: bool = False) -> None:
         "seed; unsandboxed (`--unsafe-no-sandbox`) and sandboxed runs interleaved in one process; medians. "
         "Judge = loading and comparing the lab's reference evidence against itself (what the worker's "
         "JudgeEvidence step does per submission). Overhead = (sandboxed - unsandboxed + judge) / unsandboxed "
-        "(target <= 10 %). On a shared, loaded box the run-to-run spread (last column) can exceed the "
+        "(target <= 10 %). On a shared, loaded box the run-to-run spread (runs column) can exceed the "
         "overhead itself: read the two together.",
         "",
         "| lab | unsandboxed | sandboxed | judge | overhead | runs (unsandboxed / sandboxed) | evidence "
