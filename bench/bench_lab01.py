@@ -78,8 +78,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     from course_dist.labkit.lab01.tp import time_tp_rank
 
     ns = reference()
-    rounds = 2 if quick else 5
-    steps = 5 if quick else 20
+    rounds = 2 if quick else 3
+    steps = 3 if quick else 6
     d_model, d_hidden, batch = (256, 1024, 32) if quick else (512, 2048, 64)
     rows: list[dict[str, Any]] = []
 
@@ -109,8 +109,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     )
 
     # 1F1B at p = 2, m = 4 on a compute-heavy lab model (the bubble needs compute >> messages)
-    cfg = ModelConfig(256, 2048, 4, 10) if quick else ModelConfig(512, 4096, 4, 10)
-    m, pb = 4, 64 if quick else 128
+    cfg = ModelConfig(128, 1024, 4, 10) if quick else ModelConfig(256, 2048, 4, 10)
+    m, pb = 4, 32 if quick else 64
     mine, theirs, bubbles = [], [], []
     for _ in range(rounds):
         r = launch(
