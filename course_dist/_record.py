@@ -129,6 +129,14 @@ class _TracedWork:
         return getattr(self._work, name)
 
 
+def _end_on_completion(work: Any, rec: dict) -> Any:
+    try:
+        work.get_future().add_done_callback(lambda _fut: _end(rec))
+    except (RuntimeError, AttributeError):  # a backend/work type without futures: only the start is traced
+        pass
+    return work
+
+
 def _end(rec: dict) -> None:
     if rec.get("done"):
         return
@@ -171,6 +179,10 @@ def _wrap(dist: Any, name: str, fn: Any, tensor_param: str | None) -> Any:
         _write_trace(rec)
         out = fn(*args, **kwargs)
         if out is not None and hasattr(out, "wait"):  # async_op=True, isend, irecv: ends when waited on
+            if sys._getframe(1).f_code.co_filename.startswith(_skip_prefixes):
+                # Called from torch itself (Join, DDP, FSDP): its C++ side needs the real Work object, so no
+                # proxy; the end is recorded when the collective completes instead of when it is waited on.
+                return _end_on_completion(out, rec)
             return _TracedWork(out, rec)
         if name == "batch_isend_irecv" and isinstance(out, list):
             return [_TracedWork(w, rec) for w in out]

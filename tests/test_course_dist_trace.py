@@ -137,3 +137,22 @@ def test_debug_detail_reaches_preloaded_ranks():
     assert all(lvl.endswith(".DETAIL") for lvl, _ in res), list(res)
     res = launch(debug_level, 2, env={"TORCH_DISTRIBUTED_DEBUG": "INFO"}, timeout=60)  # env reaches it too
     assert all(lvl.endswith(".INFO") for lvl, _ in res), list(res)
+
+
+def _join_uneven() -> int:
+    from torch.distributed.algorithms.join import Join
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(4, 1))
+    steps = 3 + course_dist.rank()
+    with Join([model]):  # torch's C++ reducer needs the real Work objects of its async collectives
+        for _ in range(steps):
+            model(torch.ones(2, 4)).sum().backward()
+    return steps
+
+
+def test_tracing_keeps_torch_internals_working_join_with_ddp() -> None:
+    res = course_dist.launch(_join_uneven, 2, timeout=60, trace=True)
+    assert list(res) == [3, 4]
+    assert len(res.trace) > 0 and "all_reduce" in set(res.trace["op"])
