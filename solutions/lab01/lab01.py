@@ -925,8 +925,8 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 # - **1F1B**: stage `s` first runs `min(p - s - 1, m)` warm-up forwards; then alternates one forward (while
 #   any is left) and one backward, in micro-batch order, until all `m` backwards are done.
 #
-# Both give exactly the single-process gradients (micro-batches of equal size: `m` divides the batch); they differ in how many micro-batches' activations a stage
-# holds at once (GPipe `m`, 1F1B `p - s` on stage `s`) — the memory of exercise 2. Unknown `kind` →
+# Both give exactly the single-process gradients (micro-batches of equal size: `m` divides the batch);
+# they differ in how many micro-batches' activations a stage holds at once (GPipe `m`, 1F1B `p - s` on stage `s`) — the memory of exercise 2. Unknown `kind` →
 # `ValueError` naming it. The test checks gradients and loss against one process and against torch's
 # `ScheduleGPipe` / `Schedule1F1B` (within 1e-6), and the peak activations held per stage, at p = 2, m = 4.
 #
