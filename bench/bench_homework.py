@@ -9,9 +9,9 @@ as real ``torchrun --standalone`` jobs, one thread per rank (``OMP_NUM_THREADS=1
 
 1. Weak-scaling efficiency at world 2 (target >= 0.8) on the default workload (MLP 256-1024x3-10, 2.4 M
    params, 1024 samples per rank per step as 8 micro-batches of 128 under ``no_sync``: one all-reduce of
-   9.5 MB per 1024 samples, ~15 GFLOP of compute per rank) and on a communication-bound workload (9.5 M
+   9.5 MB per 1024 samples, ~15 GFLOP of compute per rank) and on a communication-bound workload (36 M
    params,
-   8 samples per rank and one all-reduce of 38 MB per step: ~0.5 GFLOP per 38 MB, target < 0.6). Rounds
+   8 samples per rank and one all-reduce of 142 MB per step: ~1.7 GFLOP per 142 MB, target < 0.6). Rounds
    alternate the workloads (A B A B ...); the median over >= 5 rounds is reported with the range (other jobs
    on the 2 cores hit world 2 hardest).
 2. Checkpoint cost: one atomic save (temp dir, fsync, manifest, rename) vs a bare ``torch.save`` of the same
@@ -90,8 +90,8 @@ WORKLOADS = {
     "default: 2.4 M params, 1024/rank, accum 8 (no_sync)": dict(
         per_rank_batch=1024, micro_batch=128, extra_args=()
     ),
-    "comm-bound: 9.5 M params, 8/rank, one sync per 8 samples": dict(
-        per_rank_batch=8, micro_batch=8, extra_args=("--hidden", "2048", "--in-dim", "512")
+    "comm-bound: 36 M params, 8/rank, one sync per 8 samples": dict(
+        per_rank_batch=8, micro_batch=8, extra_args=("--hidden", "4096", "--in-dim", "512")
     ),
 }
 
