@@ -98,11 +98,11 @@ class Evidence:
         self._write()
 
     # ---- the three kinds of check -------------------------------------------------------------------------
-    def equal(self, key: str, value: Any) -> Any:
+    def equal(self, key: str, value: Any) -> None:
         """Judge: the student's value equals the reference's exactly (tensors: shape, dtype, values)."""
-        return self._put(key, value, {"cmp": "equal"})
+        self._put(key, value, {"cmp": "equal"})
 
-    def close(self, key: str, value: Any, *, atol: float = 0.0, rtol: float = 0.0) -> Any:
+    def close(self, key: str, value: Any, *, atol: float = 0.0, rtol: float = 0.0) -> None:
         """Judge: same structure as the reference, every number within ``atol + rtol * |reference|``."""
         for name, tol in (("atol", atol), ("rtol", rtol)):
             if (
@@ -112,21 +112,22 @@ class Evidence:
                 or tol < 0
             ):
                 raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}")
-        return self._put(key, value, {"cmp": "close", "atol": float(atol), "rtol": float(rtol)})
+        self._put(key, value, {"cmp": "close", "atol": float(atol), "rtol": float(rtol)})
 
-    def rule(self, key: str, value: Any, *, rule: str, **params: Any) -> Any:
+    def rule(self, key: str, value: Any, *, rule: str, **params: Any) -> None:
         """Judge: ``autograder.judges.<module>.<function>(student, reference, **params)`` passes."""
         if not isinstance(rule, str) or not _RULE.match(rule):
             raise ValueError(f"rule must look like '<module>.<function>' (e.g. 'common.card'), got {rule!r}")
-        return self._put(key, value, {"cmp": "rule", "rule": rule, "params": _clean(params, f"{key} params")})
+        self._put(key, value, {"cmp": "rule", "rule": rule, "params": _clean(params, f"{key} params")})
 
     # ---- storage ------------------------------------------------------------------------------------------
-    def _put(self, key: str, value: Any, spec: dict[str, Any]) -> Any:
+    def _put(self, key: str, value: Any, spec: dict[str, Any]) -> None:
+        # Returns None on purpose: a test cell ending in ev.equal(...) must not show a number (nbgrader
+        # reads a numeric last expression as partial credit).
         if not isinstance(key, str) or not key:
             raise ValueError(f"evidence key must be a non-empty str, got {key!r}")
         self.records[key] = {"value": _clean(value, key), "spec": spec}
         self._write()
-        return value
 
     def _write(self) -> None:
         if self.path is None:
