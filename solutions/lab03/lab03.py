@@ -372,6 +372,9 @@ for run in zero3_w2[0]:
     assert counts == want, f"policy {run['policy']} ({run['units']} units): collectives per step {counts}, " \
         f"want {want} (gather before forward AND before backward, one reduce-scatter per unit)"
     peaks[run["policy"]] = run["peak_bytes"]
+    steady_max = (12 / 2 + 1) * PSI  # shards of parameters (4/N) and AdamW state (8/N) bytes per param, + slack
+    assert run["steady_bytes"] < steady_max, f"policy {run['policy']}: {run['steady_bytes']} bytes live between " \
+        f"steps (want < {steady_max:.0f}: 12 x {PSI} / world 2 + {PSI}): are gathered parameters freed?"
     held = run["after_forward_bytes"] - run["steady_bytes"]
     assert held < 2 * PSI, f"policy {run['policy']}: {held} bytes more live after the forward than in the " \
         f"steady state (want < {2 * PSI}, half the model's parameter bytes): are units freed after forward?"

@@ -90,6 +90,8 @@ def record_single_collectives() -> None:
     if not _record._installed:
         return
     for name, param in (("all_gather_single", "input_tensor"), ("reduce_scatter_single", "input")):
+        if name in _record.OPS:  # course_dist records it itself: wrapping again would double the rows
+            continue
         fn = getattr(dist, name, None)
         if fn is not None and not getattr(fn, "_lab03_recorded", False):
             wrapped = _record._wrap(dist, name, fn, param)
