@@ -18,6 +18,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -129,6 +130,9 @@ class _TracedWork:
         return getattr(self._work, name)
 
 
+_inside = threading.local()  # the traced op this thread is executing, so nested calls are not traced twice
+
+
 def _end_on_completion(work: Any, rec: dict) -> Any:
     try:
         work.get_future().add_done_callback(lambda _fut: _end(rec))
@@ -153,6 +157,8 @@ def _wrap(dist: Any, name: str, fn: Any, tensor_param: str | None) -> Any:
     is_p2p = name in P2P
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_inside, "op", None):  # torch implementing one traced op with another (send -> isend)
+            return fn(*args, **kwargs)
         tensor = kwargs.get(tensor_param) if tensor_param else None
         if tensor is None and t_idx is not None and len(args) > t_idx:
             tensor = args[t_idx]
@@ -177,7 +183,11 @@ def _wrap(dist: Any, name: str, fn: Any, tensor_param: str | None) -> Any:
         }
         _write_last(rec)
         _write_trace(rec)
-        out = fn(*args, **kwargs)
+        _inside.op = name
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            _inside.op = None
         if out is not None and hasattr(out, "wait"):  # async_op=True, isend, irecv: ends when waited on
             if sys._getframe(1).f_code.co_filename.startswith(_skip_prefixes):
                 # Called from torch itself (Join, DDP, FSDP): its C++ side needs the real Work object, so no
@@ -211,10 +221,17 @@ def install(run_dir: str, rank: int, trace: bool) -> None:
     _skip_prefixes = (os.path.dirname(torch.__file__),)
     if _installed:
         return
+    from torch.distributed import distributed_c10d as c10d
+
     for name, tensor_param in OPS.items():
         fn = getattr(dist, name, None)
         if fn is not None:
             setattr(dist, name, _wrap(dist, name, fn, tensor_param))
+    # P2POp (batch_isend_irecv, torch.distributed.pipelining) accepts only ops that ARE c10d's isend/irecv:
+    # point those module globals at the same wrappers so torch's own identity check still holds.
+    for name in ("isend", "irecv"):
+        if hasattr(c10d, name) and hasattr(dist, name):
+            setattr(c10d, name, getattr(dist, name))
     _installed = True
 
 

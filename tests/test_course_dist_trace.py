@@ -156,3 +156,27 @@ def test_tracing_keeps_torch_internals_working_join_with_ddp() -> None:
     res = course_dist.launch(_join_uneven, 2, timeout=60, trace=True)
     assert list(res) == [3, 4]
     assert len(res.trace) > 0 and "all_reduce" in set(res.trace["op"])
+
+
+def _pipelined() -> list[float]:
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    torch.manual_seed(0)
+    r = course_dist.rank()
+    stage = PipelineStage(torch.nn.Linear(4, 4), r, 2, torch.device("cpu"))
+    sched = ScheduleGPipe(stage, n_microbatches=2, loss_fn=lambda o, t: ((o - t) ** 2).mean())
+    if r == 0:
+        sched.step(torch.ones(4, 4))
+    else:
+        sched.step(target=torch.zeros(4, 4), losses=[])
+    buf = torch.empty(2)  # P2POp checks its op's identity against c10d's own isend/irecv
+    ops = [dist.P2POp(dist.isend, torch.ones(2) * r, 1 - r), dist.P2POp(dist.irecv, buf, 1 - r)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    return buf.tolist()
+
+
+def test_tracing_keeps_p2pop_and_pipelining_working() -> None:
+    res = course_dist.launch(_pipelined, 2, timeout=60, trace=True)
+    assert list(res) == [[1.0, 1.0], [0.0, 0.0]]
+    assert {"isend", "irecv"} <= set(res.trace["op"])

@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -155,22 +154,6 @@ def single_process(batch: int = 32, seed: int = 0, cfg: ModelConfig | None = Non
     return {"loss": float(loss.detach()), "grads": {k: v.grad for k, v in model.named_parameters()}}
 
 
-@contextmanager
-def _raw_p2p() -> Iterator[None]:
-    """torch's ``P2POp`` accepts only the original ``dist.isend``/``dist.irecv`` objects; course_dist's
-    collective recorder wraps them (``_record``), so torch.distributed.pipelining would refuse its own ops.
-    Unwrap them for the oracle's duration (its sends are then missing from a trace, which no check of this
-    lab counts)."""
-    saved = {name: getattr(dist, name) for name in ("isend", "irecv")}
-    for name, fn in saved.items():
-        setattr(dist, name, getattr(fn, "__wrapped__", fn))
-    try:
-        yield
-    finally:
-        for name, fn in saved.items():
-            setattr(dist, name, fn)
-
-
 def torch_schedule(
     kind: str, m: int, batch: int = 32, seed: int = 0, cfg: ModelConfig | None = None, steps: int = 1
 ) -> dict[str, Any]:
@@ -188,8 +171,7 @@ def torch_schedule(
     cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[kind]
     sched = cls(pstage, n_microbatches=m, loss_fn=nn.functional.cross_entropy)
     times, losses = [], []
-    with _raw_p2p():
-        _torch_steps(sched, mod, x, y, stage, p, steps, times, losses)
+    _torch_steps(sched, mod, x, y, stage, p, steps, times, losses)
     loss = float(sum(float(v.detach()) for v in losses) / m) if losses else None
     return {
         "grads": {k: v.grad.detach().clone() for k, v in mod.full_names().items()},
