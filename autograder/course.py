@@ -163,7 +163,7 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     return dest / f"{lab}.ipynb", errors
 
 
-def _mutant_check(cfg: CourseConfig, lab: str, out: Path) -> dict[str, list[str]]:
+def _mutant_check(cfg: CourseConfig, lab: str, out: Path, seed: int = 0) -> dict[str, list[str]]:
     """Every mutant of ``lab`` at the exercise level, in its own process (its own kernel, own environment)."""
     from autograder.grade import _config_json
 
@@ -173,7 +173,7 @@ def _mutant_check(cfg: CourseConfig, lab: str, out: Path) -> dict[str, list[str]
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
         f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "
-        f"json.dump(check_lab_mutants(cfg, {lab!r}), open({str(out)!r}, 'w'))"
+        f"json.dump(check_lab_mutants(cfg, {lab!r}, seed={int(seed)}), open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, "COURSE_FAST": "1"}
     r = subprocess.run(
@@ -207,7 +207,10 @@ def grade_with_mutant_checks(
     checks_dir = cfg.build / "mutant_checks"
     checks_dir.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        futs = {lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json") for lab in labs}
+        # the grading seed, so the exercise-level checks reuse the sample class's cached reference evidence
+        futs = {
+            lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json", seed or 0) for lab in labs
+        }
         df = grade(
             cfg,
             samples,

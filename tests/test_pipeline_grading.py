@@ -49,6 +49,14 @@ def test_mutant_loses_exactly_its_exercise(validity, lab: str, name: str) -> Non
     assert not problems, f"{lab}/{name}:\n  " + "\n  ".join(problems)
 
 
+@pytest.mark.parametrize("lab", LABS)
+def test_reference_passes_every_visible_part(validity, lab: str) -> None:  # noqa: ANN001
+    """Honest visible tests: the reference passes each test cell's visible part alone."""
+    _, mutants = validity
+    problems = mutants[lab].get("<reference>") or []
+    assert not problems, f"{lab}: the reference fails visible parts:\n  " + "\n  ".join(problems)
+
+
 def test_samples_path_layout(tmp_path: Path) -> None:
     """build_samples writes nbgrader's submitted layout: <root>/<student>/<lab>/<lab>.ipynb."""
     if not LABS:
