@@ -80,7 +80,8 @@ def test_mutant_headers_name_a_real_exercise_and_answer_cell(lab: str) -> None:
             )
     assert not problems, "\n".join(problems)
     covered = {m.exercise for m in mutants}
-    code_exercises = {ex.id for ex in rubric.exercises if ex.auto_ids and ex.solution_cells}
-    if any(m.is_file_mutant for m in mutants):  # a package lab: exercises are graded through files, not cells
-        code_exercises = set()
+    # every auto-graded exercise has a plausible wrong answer; a package lab's (the homework's) items are
+    # answered in files, not cells, so there it is every item with auto points
+    package = any(m.is_file_mutant for m in mutants)
+    code_exercises = {ex.id for ex in rubric.exercises if ex.auto_ids and (package or ex.solution_cells)}
     assert code_exercises <= covered, f"{lab}: exercises without a mutant: {sorted(code_exercises - covered)}"
