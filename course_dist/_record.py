@@ -31,6 +31,9 @@ OPS: dict[str, str | None] = {
     "all_gather_into_tensor": "input_tensor",
     "reduce_scatter": "output",
     "reduce_scatter_tensor": "input",
+    # torch 2.13's names (FSDP2 calls these; the *_into_tensor / *_tensor ones are deprecated aliases)
+    "all_gather_single": "input_tensor",
+    "reduce_scatter_single": "input",
     "gather": "tensor",
     "scatter": "tensor",
     "barrier": None,
