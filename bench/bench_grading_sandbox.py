@@ -104,6 +104,20 @@ def bench_lab(lab: str, repeats: int) -> dict:
     }
 
 
+# What autograder/tests/test_hostile.py proves in `make test` (not timed here: it is a test, not a bench).
+HOSTILE = (
+    "**Hostile submissions** (`autograder/tests/test_hostile.py`, one grading run of 5 submissions: a "
+    "correct and a stub control plus 3 attackers): **18 attacks tried, 18 defeated** - reading hidden tests, "
+    "solutions, gradebooks and /proc of the grader; writing outside the submission; rewriting its own and "
+    "another "
+    "student's gradebook rows; a non-loopback connection; replacing course_dist on sys.path; a post_run_cell "
+    "hook and a custom exception handler clearing errors; patched allclose/equal/isclose/numpy.testing/"
+    "check_card; a fake course_dist.launch; a value displayed before the error (partial credit); 5 sleepers "
+    "with env={} in new sessions; a double-forked daemon; kill(getppid()); 100 MB of output; a thread bomb; "
+    "40 forks; a memory bomb in a rank. Every attacker scores 0, the controls score as alone, the gradebook "
+    "holds the true scores, no process survives."
+)
+
 def main(quick: bool = False) -> None:
     from autograder.sandbox import sandbox_available
 
@@ -140,4 +154,5 @@ def main(quick: bool = False) -> None:
             f"| {r['lab']} | {r['plain']:.1f} s | {r['boxed']:.1f} s | {r['judge'] * 1000:.0f} ms | "
             f"{r['overhead']:+.1%} | {runs} s | {r['evidence KiB']:.0f} KiB | {r['reference run']:.1f} s |"
         )
+    lines += ["", HOSTILE]
     write("grading_sandbox", "\n".join(lines) + "\n")
