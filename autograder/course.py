@@ -206,7 +206,9 @@ def grade_with_mutant_checks(
     """
     checks_dir = cfg.build / "mutant_checks"
     checks_dir.mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    # Two at a time: the homework's file mutants (a fresh kernel each) take as long as all the labs' together,
+    # so one queue would leave a core idle once the sample class is graded.
+    with ThreadPoolExecutor(max_workers=2) as pool:
         # the grading seed, so the exercise-level checks reuse the sample class's cached reference evidence
         futs = {
             lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json", seed or 0) for lab in labs
