@@ -181,7 +181,8 @@ def _mutant_check(cfg: CourseConfig, lab: str, out: Path, seed: int = 0) -> dict
         env=env,
         capture_output=True,
         text=True,
-        timeout=cfg.notebook_timeout * 2,
+        # a file mutant (the homework's) runs in a fresh kernel of its own: the cap grows with the count
+        timeout=cfg.notebook_timeout * (2 + len(find_mutants(cfg, lab))),
     )
     if r.returncode != 0 or not out.exists():
         return {"<mutant check>": [f"mutant check of {lab} exited {r.returncode}: {r.stderr.strip()[-400:]}"]}
