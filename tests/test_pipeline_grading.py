@@ -14,7 +14,13 @@ from autograder.course import auto_max, build_samples, grade_with_mutant_checks,
 from autograder.release import release
 from autograder.rubrics import load_rubric
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not LABS, reason="no lab sources under solutions/ yet")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not LABS, reason="no lab sources under solutions/ yet"),
+    # the module fixture grades every lab's sample class and checks every mutant (the homework's 11 file
+    # mutants dominate): far beyond the suite's 600 s per-test default, which counts fixture set-up too
+    pytest.mark.timeout(4800),
+]
 SEED = 20261201  # fixed: a failure here reproduces with `python -m autograder grade ... --seed 20261201`
 
 

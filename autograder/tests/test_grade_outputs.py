@@ -39,6 +39,9 @@ def test_help_has_description_examples_and_outputs(cmd: str | None, capsys) -> N
         assert "outputs" in text and "build/grades.csv" in text, text
 
 
+pytestmark = pytest.mark.timeout(1800)  # the module fixture grades a small class (minutes on 2 cores)
+
+
 @pytest.fixture(scope="module")
 def graded(fixlab_course, tmp_path_factory):  # noqa: ANN001, ANN201
     cfg = fixlab_course.with_(build=tmp_path_factory.mktemp("outputs") / "build", workers=1)

@@ -283,7 +283,7 @@ def _cell_text(cfg, student: str) -> str:  # noqa: ANN001
     )
 
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # module fixtures grade a class
 
 
 def test_controls_graded_as_alone(hostile) -> None:  # noqa: ANN001

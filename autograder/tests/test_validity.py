@@ -110,7 +110,7 @@ def _row(df: pd.DataFrame, student: str) -> pd.Series:
     return df.loc[student]
 
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # module fixtures grade a class
 
 
 def test_every_student_has_one_row(graded):  # noqa: ANN001
