@@ -163,8 +163,15 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     return dest / f"{lab}.ipynb", errors
 
 
-def _mutant_check(cfg: CourseConfig, lab: str, out: Path, seed: int = 0) -> dict[str, list[str]]:
-    """Every mutant of ``lab`` at the exercise level, in its own process (its own kernel, own environment)."""
+def _mutant_check(
+    cfg: CourseConfig, lab: str, out: Path, seed: int = 0, file_mutants: bool = True
+) -> dict[str, list[str]]:
+    """Every mutant of ``lab`` at the exercise level, in its own process (its own kernel, own environment).
+
+    ``file_mutants=False`` leaves out the mutants that replace a module (the homework's): each needs a fresh
+    kernel running the notebook up to the next item (minutes apiece), so the test suite skips them and
+    ``make course`` / ``python -m autograder mutants --lab homework`` checks them.
+    """
     from autograder.grade import _config_json
 
     spec = out.with_suffix(".config.json")
@@ -173,7 +180,9 @@ def _mutant_check(cfg: CourseConfig, lab: str, out: Path, seed: int = 0) -> dict
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
         f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "
-        f"json.dump(check_lab_mutants(cfg, {lab!r}, seed={int(seed)}), open({str(out)!r}, 'w'))"
+        "from autograder.mutants import find_mutants; "
+        f"ms = [m for m in find_mutants(cfg, {lab!r}) if {bool(file_mutants)} or not m.is_file_mutant]; "
+        f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}), open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, "COURSE_FAST": "1"}
     r = subprocess.run(
@@ -198,6 +207,7 @@ def grade_with_mutant_checks(
     unsafe_no_sandbox: bool = False,
     seed: int | None = None,
     progress: bool = True,
+    file_mutants: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
     """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
 
@@ -212,7 +222,8 @@ def grade_with_mutant_checks(
     with ThreadPoolExecutor(max_workers=2) as pool:
         # the grading seed, so the exercise-level checks reuse the sample class's cached reference evidence
         futs = {
-            lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json", seed or 0) for lab in labs
+            lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json", seed or 0, file_mutants)
+            for lab in labs
         }
         df = grade(
             cfg,

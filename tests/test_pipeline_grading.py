@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _pipeline import CFG, LABS, mutant_params
+from _pipeline import CFG, FILE_MUTANTS, LABS, mutant_params
 
 from autograder.course import auto_max, build_samples, grade_with_mutant_checks, verdict
 from autograder.release import release
@@ -27,13 +27,14 @@ SEED = 20261201  # fixed: a failure here reproduces with `python -m autograder g
 @pytest.fixture(scope="module")
 def validity(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     tmp = tmp_path_factory.mktemp("grading")
-    cfg = CFG.with_(labs=tmp / "labs", build=tmp / "build", fast=True)
+    # the homework's drills take minutes when two labs' mutant checks share the 2 cores: a roomier cap
+    cfg = CFG.with_(labs=tmp / "labs", build=tmp / "build", fast=True, notebook_timeout=2400)
     release(cfg)
     subs = tmp / "submitted"
     for lab in LABS:
         build_samples(cfg, lab, subs, mutants=[])  # reference + blank only; mutants at the exercise level
     df, mutants = grade_with_mutant_checks(
-        cfg, subs, LABS, out=cfg.build / "grades.csv", seed=SEED, progress=False
+        cfg, subs, LABS, out=cfg.build / "grades.csv", seed=SEED, progress=False, file_mutants=FILE_MUTANTS
     )
     return df.set_index(["student", "lab"]), mutants
 
