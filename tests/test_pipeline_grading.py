@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _pipeline import CFG, FILE_MUTANTS, LABS, mutant_params
+from _pipeline import CFG, FILE_MUTANTS, GRADED_LABS, LABS, mutant_params
 
 from autograder.course import auto_max, build_samples, grade_with_mutant_checks, verdict
 from autograder.release import release
@@ -31,15 +31,21 @@ def validity(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     cfg = CFG.with_(labs=tmp / "labs", build=tmp / "build", fast=True, notebook_timeout=2400)
     release(cfg)
     subs = tmp / "submitted"
-    for lab in LABS:
+    for lab in GRADED_LABS:
         build_samples(cfg, lab, subs, mutants=[])  # reference + blank only; mutants at the exercise level
     df, mutants = grade_with_mutant_checks(
-        cfg, subs, LABS, out=cfg.build / "grades.csv", seed=SEED, progress=False, file_mutants=FILE_MUTANTS
+        cfg,
+        subs,
+        GRADED_LABS,
+        out=cfg.build / "grades.csv",
+        seed=SEED,
+        progress=False,
+        file_mutants=FILE_MUTANTS,
     )
     return df.set_index(["student", "lab"]), mutants
 
 
-@pytest.mark.parametrize("lab", LABS)
+@pytest.mark.parametrize("lab", GRADED_LABS)
 @pytest.mark.parametrize("student", ["reference", "blank"])
 def test_reference_full_blank_zero(validity, lab: str, student: str) -> None:  # noqa: ANN001
     graded, _ = validity
@@ -56,7 +62,7 @@ def test_mutant_loses_exactly_its_exercise(validity, lab: str, name: str) -> Non
     assert not problems, f"{lab}/{name}:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.parametrize("lab", LABS)
+@pytest.mark.parametrize("lab", GRADED_LABS)
 def test_reference_passes_every_visible_part(validity, lab: str) -> None:  # noqa: ANN001
     """Honest visible tests: the reference passes each test cell's visible part alone."""
     _, mutants = validity
