@@ -10,8 +10,7 @@ with every rank active.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -51,27 +50,8 @@ def _flat(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
 
 
-@contextmanager
-def untraced_async() -> Iterator[None]:
-    """Call torch.distributed's own async collectives inside the block.
-
-    Why: course_dist's recorder returns a Python proxy for an async ``Work``; Join's DDP hook hands that work
-    to DDP's C++ reducer, which rejects a non-C++ object ("Unable to cast foreign type to held instance").
-    The lab does not trace these runs, so the unwrapped functions are restored for their duration.
-    """
-    saved = {n: getattr(dist, n) for n in ("all_reduce", "broadcast")}
-    try:
-        for n, fn in saved.items():
-            setattr(dist, n, getattr(fn, "__wrapped__", fn))
-        yield
-    finally:
-        for n, fn in saved.items():
-            setattr(dist, n, fn)
-
-
 def _rank_fn(run_epoch: Callable, counts: list[int], strategies: tuple[str, ...], seed: int) -> dict:
-    with untraced_async():
-        return _rank_body(run_epoch, counts, strategies, seed)
+    return _rank_body(run_epoch, counts, strategies, seed)
 
 
 def _rank_body(run_epoch: Callable, counts: list[int], strategies: tuple[str, ...], seed: int) -> dict:
@@ -136,7 +116,7 @@ def _overhead_rank(steps: int, use_join: bool) -> float:
     dist.barrier()
     t0 = time.perf_counter()
     if use_join:
-        with untraced_async(), Join([ddp]):
+        with Join([ddp]):
             for x, y in data[:n]:
                 sgd_step(ddp, opt, x, y)
     else:
