@@ -539,7 +539,8 @@ for cfg, run in zip(configs, runs, strict=True):
     ev.close(f"{tag}: parameters", lab03.summary(run["params"]), atol=1e-5)
     ev.equal(f"{tag}: sharded parameters", run["sharded"])
     ev.equal(f"{tag}: collectives per step", lab03.collective_counts(fsdp2_w2.trace, 0, STEPS, run["window"]))
-    ev.close(f"{tag}: peak bytes", float(run["peak_bytes"]), rtol=0.05)
+    # no peak-bytes check: FSDP2's own peak moves by ~5 % from run to run (its internals, not your code), and
+    # the exercise never asks for one; the collectives and bytes above pin the policy and the resharding
 ev.close("FSDP2 bytes per step / DDP", fsdp_table["x DDP bytes"].tolist(), atol=0.02)
 
 

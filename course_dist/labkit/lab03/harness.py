@@ -223,7 +223,7 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
         t0 = time.time()
         for step in range(steps):
             loss = _loss(model, step, batch, seed)
-            after_forward.append(ledger.mark("forward done, backward next"))
+            after_forward.append(ledger.mark("forward done, backward next", collect=True))
             loss.backward()
             del loss
             ledger.mark("backward done")
@@ -234,7 +234,7 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
             opt.step()
             for u in units:
                 u.shard.grad = None
-            steady.append(ledger.mark("after step"))
+            steady.append(ledger.mark("after step", collect=True))
         result = {"peak_bytes": ledger.peak, "peak_at": ledger.peak_at, "steady_bytes": max(steady),
                   "units": len(units), "largest_unit": max(u_numel(u) for u in units), "policy": str(policy),
                   "after_forward_bytes": max(after_forward),
@@ -297,7 +297,7 @@ def train_fsdp2(apply_fsdp2: Callable, policy: str | list[str] = "block", reshar
                             for n, p in model.named_parameters() if p.grad is not None}
             opt.step()
             opt.zero_grad(set_to_none=True)
-            steady.append(ledger.mark("after step"))
+            steady.append(ledger.mark("after step", collect=True))
         result = {"peak_bytes": ledger.peak, "peak_at": ledger.peak_at, "steady_bytes": max(steady),
                   "policy": str(policy), "reshard": reshard, "summed": summed, "window": (t0, time.time())}
     result["params"] = param_dict(model)

@@ -14,19 +14,25 @@ timeline.
     ledger.peak, ledger.frame()
 
 On a GPU rank the ledger also reports ``torch.cuda.max_memory_allocated`` (the allocator's own number).
+
+Collectives (``c10d`` operations) run on private copies of their tensors, completed before the ledger
+samples again. Why: gloo's worker thread drops its reference to a finished collective's tensors a moment
+*after* ``wait()`` returns, so a temporary input (a flattened gradient you reduce-scatter, then drop) would
+stay alive for a random few ops and the ledger's peak would depend on thread scheduling. With the copies, what
+the ledger sees alive is exactly what your Python code holds: the same number on every run.
 """
 
 from __future__ import annotations
 
+import gc
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
-from torch.utils._pytree import tree_leaves
 
 
 class MemoryLedger(TorchDispatchMode):
@@ -62,16 +68,27 @@ class MemoryLedger(TorchDispatchMode):
         return total
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        self.track(*tree_leaves(out))
+        if func.namespace == "c10d":
+            out = _isolated_collective(func, args, kwargs or {})
+        else:
+            out = func(*args, **(kwargs or {}))
+        self.track(*_leaves(out))
+        gc.collect(0)  # young cycles (torch's pytree helpers) die now, not at a run-dependent moment
         now = self.current()
         if now > self.peak:
             self.peak, self.peak_at = now, self._where
         return out
 
     # -- marks ----------------------------------------------------------------------------------------------
-    def mark(self, where: str) -> int:
-        """Record the live bytes now under the label ``where`` (later peaks are attributed to it)."""
+    def mark(self, where: str, collect: bool = False) -> int:
+        """Record the live bytes now under the label ``where`` (later peaks are attributed to it).
+
+        ``collect=True`` runs the garbage collector first: torch's internals (pytree helpers, hooks) leave small
+        reference cycles holding tensors, freed at a collection whose moment differs from run to run. The
+        harness collects at the marks the tests compare (after forward, after step) so they are the same on
+        every run; per-op peaks between marks are not collected (a collection per op would cost seconds)."""
+        if collect:
+            gc.collect()
         now = self.current()
         self._where = where
         if now > self.peak:
@@ -95,6 +112,62 @@ class MemoryLedger(TorchDispatchMode):
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             out["cuda_max_allocated"] = int(torch.cuda.max_memory_allocated())
         return out
+
+
+def _leaves(x: Any) -> Iterator[Any]:
+    """The leaves of nested tuples/lists/dicts. Not ``torch.utils._pytree.tree_leaves``: its recursive
+    helper closure is a reference cycle holding the leaves list, so every op's outputs would stay alive until
+    the next garbage collection, a moment that differs from run to run (the peak with it)."""
+    if isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _leaves(v)
+    elif isinstance(x, dict):
+        for v in x.values():
+            yield from _leaves(v)
+    else:
+        yield x
+
+
+def _map(fn: Callable[[Any], Any], x: Any) -> Any:
+    """``fn`` applied to every leaf of nested tuples/lists (same structure; no cycles, see ``_leaves``)."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(_map(fn, v) for v in x)
+    return fn(x)
+
+
+def _isolated_collective(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Run a c10d op on clones of its tensors, wait for it, copy the written ones back; return its result
+    with the caller's tensors in place of the clones (its Work is already complete: a later ``wait()`` is a
+    no-op). The process group's threads then only ever hold the clones, which the ledger never tracked."""
+    names = [a.name for a in func._schema.arguments]
+    pairs: list[tuple[torch.Tensor, torch.Tensor, bool]] = []  # (caller's, clone, written by the op)
+    clone_of: dict[int, torch.Tensor] = {}
+
+    def swap(t: Any, written: bool) -> Any:
+        if not isinstance(t, torch.Tensor):
+            return t
+        c = t.clone()
+        pairs.append((t, c, written))
+        clone_of[c.untyped_storage().data_ptr()] = t
+        return c
+
+    def swapper(name: str) -> Callable[[Any], Any]:
+        written = not name.startswith("input")  # c10d schemas name what an op only reads input*
+        return lambda t: swap(t, written)
+
+    new_args = tuple(_map(swapper(n), a) for n, a in zip(names, args, strict=False))
+    new_kwargs = {k: _map(swapper(k), v) for k, v in kwargs.items()}
+    out = func(*new_args, **new_kwargs)
+    for leaf in _leaves(out):
+        if hasattr(leaf, "wait") and not isinstance(leaf, torch.Tensor):
+            leaf.wait()
+    for orig, c, written in pairs:  # outputs last: an input may be a view into an output (FSDP2's all-gather)
+        if written:
+            orig.copy_(c)
+    # the op hands back new tensor objects over the clones' storages: give the caller its own tensors instead
+    # (a clone's alias must not reach the ledger, or gloo's late release would make it count again)
+    return _map(lambda x: clone_of.get(x.untyped_storage().data_ptr(), x) if isinstance(x, torch.Tensor)
+                    else x, out)
 
 
 @contextmanager
@@ -121,7 +194,7 @@ def watch(model: torch.nn.Module, ledger: MemoryLedger) -> list[Any]:
 def tensor_bytes(tensors: Any) -> int:
     """Bytes held by ``tensors`` (an iterable, a dict's values, an optimizer's state), each storage once."""
     seen: dict[int, int] = {}
-    for t in tree_leaves(tensors):
+    for t in _leaves(tensors):
         if isinstance(t, torch.Tensor):
             local = t.to_local() if hasattr(t, "to_local") else t
             st = local.untyped_storage()
