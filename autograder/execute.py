@@ -8,6 +8,10 @@
   (:class:`autograder.sandbox.SandboxedKernelManager`) seeing only that copy and the evidence directory
   writable; empty = no sandbox (``--unsafe-no-sandbox``);
 * ``kernel_env`` (COURSE_FAST, COURSE_GRADE_SEED, ...) plus ``COURSE_EVIDENCE_DIR`` reach the kernel;
+* a cell past the per-cell timeout is interrupted; a kernel that still does not answer ``recover_s`` later
+  (a loop that swallows KeyboardInterrupt) is killed and the run stops with "kernel became unresponsive":
+  otherwise every later cell would queue behind the loop and time out in turn (cells x timeout, up to the
+  per-submission cap, for one student);
 * outputs beyond ``output_bytes`` are dropped with one note per cell (error outputs are always kept, their
   tracebacks bounded), so 100 MB of prints cannot make a 100 MB notebook or feedback page.
 
@@ -48,6 +52,9 @@ class SandboxedExecute(Execute):
     kernel_env = Dict({}, help="environment variables for the grading kernel").tag(config=True)
     output_bytes = Integer(4 << 20, help="notebook output kept per submission (bytes)").tag(config=True)
     scratch_root = Unicode("", help="parent of the per-run scratch directory (default: system temp)").tag(
+        config=True
+    )
+    recover_s = Integer(15, help="after a timeout's interrupt, seconds the kernel has to answer again").tag(
         config=True
     )
 
@@ -110,6 +117,48 @@ class SandboxedExecute(Execute):
             }
             self._km = None
             shutil.rmtree(work, ignore_errors=True)
+
+    # ---- timeouts ---------------------------------------------------------------------------------------
+    async def _async_handle_timeout(self, timeout, cell=None):  # noqa: ANN001, ANN201 - nbclient signature
+        reply = await super()._async_handle_timeout(timeout, cell)  # interrupts; nbgrader's error reply
+        if not await self._answers(self.recover_s):
+            from nbclient.exceptions import DeadKernelError
+
+            log.error("kernel became unresponsive after the per-cell timeout (%ss): killed", timeout)
+            await self._async_shutdown_kernel_now()
+            raise DeadKernelError(
+                f"kernel became unresponsive after the per-cell timeout ({timeout} s) and ignored the "
+                f"interrupt for {self.recover_s} s: killed"
+            )
+        return reply
+
+    async def _answers(self, within: float) -> bool:
+        """True if the kernel answers a kernel_info request within ``within`` s (it runs on the main thread,
+        so a kernel still stuck in the timed-out cell cannot answer)."""
+        import asyncio
+        import time
+        from queue import Empty
+
+        from jupyter_core.utils import ensure_async
+
+        probe = self.kc.kernel_info()
+        deadline = time.monotonic() + within
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=left))
+            except (Empty, asyncio.TimeoutError):
+                return False
+            if msg.get("parent_header", {}).get("msg_id") == probe:
+                return True
+        return False
+
+    async def _async_shutdown_kernel_now(self) -> None:
+        from jupyter_core.utils import ensure_async
+
+        try:
+            await ensure_async(self.km.shutdown_kernel(now=True))
+        except Exception as exc:  # the kill below (SandboxedKernelManager.close) still reaps the tree
+            log.warning("shutting the unresponsive kernel down: %s", exc)
 
     # ---- output cap -------------------------------------------------------------------------------------
     def output(self, outs, msg, display_id, cell_index):  # noqa: ANN001, ANN201 - nbclient signature

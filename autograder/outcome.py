@@ -39,13 +39,14 @@ def shorten(text: str, limit: int = SHORT) -> str:
 
 
 _LOG_CAUSES = [
-    ("DeadKernelError", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
-    ("Kernel died", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
-    ("exists multiple times", None),  # nbgrader's own message names the cell: keep it
+    # first: the grader kills an unresponsive kernel, and nbgrader then reports it dead too
     (
         "became unresponsive",
         "kernel unresponsive after the per-cell timeout (a loop that ignores interrupts?)",
     ),
+    ("DeadKernelError", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
+    ("Kernel died", "kernel died during execution (os._exit, segfault or out of memory in the kernel)"),
+    ("exists multiple times", None),  # nbgrader's own message names the cell: keep it
     (
         "UnresponsiveKernelError",
         "kernel unresponsive after the per-cell timeout (a loop that ignores interrupts?)",
