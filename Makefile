@@ -11,7 +11,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.course-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv sandbox course test test-fast lab release bench lint freeze clean
+.PHONY: venv sandbox course test lab release bench lint freeze clean
 
 venv: $(STAMP)
 
@@ -37,8 +37,12 @@ release: venv
 	$(VPY) -m autograder release
 
 # pytest exits 5 when it collected no tests: that is a failure, never a silent green.
+# Two pytest-xdist workers, one file per worker at a time (module fixtures grade a class once): the pipeline
+# class (every lab's reference, release and mutants: ~10 min of CPU) starts first on one worker while the
+# other runs the rest, which mostly waits on kernels, launches and timeouts. PYTEST_XDIST= runs serially.
+PYTEST_XDIST ?= -n 2 --dist loadfile
 test: venv sandbox
-	@$(VPY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(VPY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no tests (exit 5)" >&2; exit 1; fi; exit $$rc
 
 # A student's own copy in work/ (git-ignored): made once, never overwritten by `git pull` + a new release.

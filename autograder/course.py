@@ -208,6 +208,7 @@ def grade_with_mutant_checks(
     seed: int | None = None,
     progress: bool = True,
     file_mutants: bool = True,
+    mutant_labs_at_once: int = 2,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
     """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
 
@@ -219,7 +220,7 @@ def grade_with_mutant_checks(
     checks_dir.mkdir(parents=True, exist_ok=True)
     # Two at a time: the homework's file mutants (a fresh kernel each) take as long as all the labs' together,
     # so one queue would leave a core idle once the sample class is graded.
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=mutant_labs_at_once) as pool:
         # the grading seed, so the exercise-level checks reuse the sample class's cached reference evidence
         futs = {
             lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json", seed or 0, file_mutants)

@@ -107,13 +107,26 @@ def test_summary_and_plot_per_lab(graded) -> None:  # noqa: ANN001
     assert (cfg.build / f"scores_{LAB}.png").stat().st_size > 1000
 
 
-def _kill_token_carriers() -> None:
-    for p in psutil.process_iter():
-        try:
-            if TOKEN_VAR in p.environ():
-                kill_tree(p.pid, None)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
+def _tokens_under(pid: int) -> set[str]:
+    """The grading tokens of ``pid``'s descendants (the grader's workers carry one each)."""
+    out = set()
+    try:
+        for p in psutil.Process(pid).children(recursive=True):
+            try:
+                if TOKEN_VAR in p.environ():
+                    out.add(p.environ()[TOKEN_VAR])
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+    except psutil.NoSuchProcess:
+        pass
+    return out
+
+
+def _kill_token_carriers(tokens: set[str]) -> None:
+    """Kill what the killed grader left (its kernels run in sessions of their own), and nothing else: other
+    graders (a parallel test worker's) carry other tokens."""
+    for token in tokens:
+        kill_tree(None, token)
 
 
 def test_killed_grader_loses_only_in_flight_and_rerun_grades_the_rest(fixlab_course, tmp_path: Path) -> None:  # noqa: ANN001, E501
@@ -129,15 +142,22 @@ def test_killed_grader_loses_only_in_flight_and_rerun_grades_the_rest(fixlab_cou
     proc = subprocess.Popen(
         cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    tokens: set[str] = set()
     try:
         end = time.monotonic() + 240
         while time.monotonic() < end and (not csv.exists() or len(read_csv(csv)) < 1):
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            tokens |= _tokens_under(proc.pid)
             time.sleep(0.2)
+        tokens |= _tokens_under(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)  # the grader dies mid-class
         proc.wait()
     finally:
-        _kill_token_carriers()
+        tokens |= _tokens_under(proc.pid)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        _kill_token_carriers(tokens)
     first = read_csv(csv)
     assert 1 <= len(first) < 3, first
     done = set(first["student"])
