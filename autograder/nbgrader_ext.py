@@ -75,6 +75,9 @@ def _is_test_cell(cell) -> bool:  # noqa: ANN001 - a notebook cell
     return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+LAST_SANDBOX: dict = {}  # the last JudgeEvidence run's resources["course_sandbox"] in this process
+
+
 class JudgeEvidence(NbGraderPreprocessor):
     """Decide every auto-graded test cell from evidence: the trusted judge's verdict goes into its outputs.
 
@@ -124,6 +127,9 @@ class JudgeEvidence(NbGraderPreprocessor):
                 n = len(ref[gid])
                 cell.outputs.append(new_output("stream", name="stdout", text=f"judge: {n} checks passed\n"))
         resources["course_judge"] = verdicts
+        # what the sandbox had to do, for the worker's result (the converter runs in the worker's process)
+        LAST_SANDBOX.clear()
+        LAST_SANDBOX.update(resources.get("course_sandbox") or {})
         if resources.get("course_scratch"):
             shutil.rmtree(resources["course_scratch"], ignore_errors=True)
         return nb, resources

@@ -183,8 +183,13 @@ def outcome_from_result(
             )
     elif result:
         messages["nbgrader"] = (result.get("log", "") + "\n" + result.get("error", ""))[-FULL:]
+    box = (result or {}).get("sandbox") or {}
+    leftovers += int(box.get("leftovers_killed") or 0)  # what the sandbox killed once the kernel had stopped
     if leftovers and status == "ok":
         reason = (reason + SEP if reason else "") + f"killed {leftovers} leftover process(es)"
+    if box.get("output_dropped_bytes") and status == "ok":
+        mb = box["output_dropped_bytes"] / 2**20
+        reason = (reason + SEP if reason else "") + f"output over the cap dropped ({mb:.1f} MiB)"
     timings = {k: round(float(v), 2) for k, v in (result or {}).items() if k.endswith("_s")}
     return Outcome(sub.student, sub.lab, status, reason, cells, seconds, leftovers, messages, timings)
 

@@ -104,8 +104,12 @@ def run(spec: dict) -> dict:
     coursedir.assignment_id, coursedir.student_id = lab, student
     app = Autograde(coursedir=coursedir, config=c)
     app.force, app.create_student = True, True
+    from autograder import nbgrader_ext
+
+    nbgrader_ext.LAST_SANDBOX.clear()
     res = capture(app)
     out.update(success=bool(res["success"]), log=res.get("log", ""), error=res.get("error", ""))
+    out["sandbox"] = dict(nbgrader_ext.LAST_SANDBOX)  # leftovers killed, output dropped, wall expired
     out["autograde_s"] = time.monotonic() - t0
     autograded = Path(cfg.nbgrader_root) / "autograded" / student / lab / f"{lab}.ipynb"
     out["exec_s"] = exec_seconds(autograded) if out["success"] else 0.0
