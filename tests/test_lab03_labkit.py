@@ -76,6 +76,18 @@ def test_flat_views_free_and_refill():
         lab03.flatten([torch.ones(3)], 2)
 
 
+def test_flat_slice_copies_only_the_overlap():
+    ts = [torch.arange(6.0).reshape(2, 3), torch.arange(6.0, 9.0), torch.arange(9.0, 11.0)]
+    for start, end in [(0, 11), (2, 7), (6, 9), (4, 4), (10, 11)]:
+        assert lab03.flat_slice(ts, start, end).tolist() == lab03.flatten(ts)[start:end].tolist()
+    out = torch.full((3,), -1.0)
+    assert lab03.flat_slice(ts, 5, 8, out=out) is out and out.tolist() == [5, 6, 7]
+    with pytest.raises(ValueError, match="ends past the 11 elements"):
+        lab03.flat_slice(ts, 9, 12)
+    with pytest.raises(ValueError, match="out has 3 elements"):
+        lab03.flat_slice(ts, 0, 2, out=out)
+
+
 def test_ledger_counts_live_storages_and_freed_ones_as_zero():
     with lab03.MemoryLedger() as ledger:
         a = torch.zeros(1000)

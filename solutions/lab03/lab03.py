@@ -66,6 +66,7 @@ print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.P
 # rank's updated shard so all ranks hold all updated parameters. `dist.all_gather_single` wants equal-sized
 # pieces: pad your shard to `chunk`. (With `step(grad_shard)` the same code serves ZeRO-2: a gradient shard
 # handed in instead of your slice of `p.grad`.) `lab03.flatten(tensors, numel=None)` concatenates (and zero-pads);
+# `lab03.flat_slice(tensors, start, end)` is `flatten(tensors)[start:end]` without copying the rest;
 # `lab03.unflatten_into(flat, tensors)` copies back.
 #
 # The tests: world 2 and 3, 3 AdamW steps, parameters **bitwise equal** to the same run with a full AdamW on
@@ -96,8 +97,12 @@ class ShardedAdamW:
         self.chunk = math.ceil(self.numel / self.world)
         ### BEGIN SOLUTION
         self.start, self.end = shard_range(self.numel, self.world, self.rank)
-        flat = lab03.flatten([p.detach() for p in self.params])
-        self.shard = flat[self.start:self.end].clone()  # my slice of the parameters: the optimizer's master
+        # made once, reused every step (no per-step flatten, pad or clone): `full` receives the all-gather,
+        # `padded` is my chunk of it and `self.shard`, the tensor AdamW updates in place, is a view into it
+        self.full = lab03.flatten([p.detach() for p in self.params], self.chunk * self.world)
+        self.padded = self.full[self.rank * self.chunk:(self.rank + 1) * self.chunk].clone()
+        self.shard = self.padded[:self.end - self.start]  # my slice of the parameters: the optimizer's master
+        self.grad = torch.zeros_like(self.shard)
         self.optimizer = torch.optim.AdamW([self.shard], lr=lr, weight_decay=weight_decay)
         ### END SOLUTION
 
@@ -106,15 +111,14 @@ class ShardedAdamW:
         """One AdamW step on my shard (gradient: my slice of the averaged ``p.grad``s, or ``grad_shard``),
         then all-gather the updated shards into every parameter."""
         ### BEGIN SOLUTION
-        if grad_shard is None:
-            grad_shard = lab03.flatten([p.grad for p in self.params])[self.start:self.end]
-        self.shard.grad = grad_shard.clone()
-        self.optimizer.step()
-        # all_gather_single needs equal pieces: pad my (possibly shorter) shard to chunk
-        padded = lab03.flatten([self.shard], self.chunk)
-        full = padded.new_empty(self.chunk * self.world)
-        dist.all_gather_single(full, padded)
-        lab03.unflatten_into(full, self.params)  # the padded tail is dropped here
+        if grad_shard is None:  # copy only my slice of the averaged gradients, not all of them
+            grad_shard = lab03.flat_slice([p.grad for p in self.params], self.start, self.end, out=self.grad)
+        self.shard.grad = grad_shard
+        self.optimizer.step()  # updates self.shard, hence my chunk of `padded`
+        # ONE all-gather of equal chunk-sized pieces for all parameters (one latency; torch's
+        # ZeroRedundancyOptimizer broadcasts parameter by parameter from each owner)
+        dist.all_gather_single(self.full, self.padded)
+        lab03.unflatten_into(self.full, self.params)  # the padded tail is dropped here
         ### END SOLUTION
 
 

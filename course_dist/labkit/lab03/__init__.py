@@ -39,6 +39,7 @@ from course_dist.labkit.lab03.model import (
     ModelConfig,
     after_all_grads,
     alloc_storage,
+    flat_slice,
     flatten,
     free_storage,
     global_batch,
@@ -65,11 +66,11 @@ from course_dist.labkit.lab03.traffic import (
 
 __all__ = [
     "after_all_grads", "alloc_storage", "BATCH", "Block", "bytes_moved", "ckpt_resume", "ckpt_resume_check",
-    "ckpt_train_save", "collective_counts", "fit_alpha_beta", "flatten", "free_storage", "fsdp2_check",
-    "global_batch", "LabModel", "local_batch", "LR", "make_model", "max_abs_diff", "MemoryLedger",
-    "model_config", "ModelConfig", "numel", "optimizer_state_bytes", "param_dict", "plot_tradeoff",
-    "POLICIES", "record_single_collectives", "shard_model", "summary", "tensor_bytes", "time_all_gather",
-    "time_steps", "timing_table", "tradeoff_table", "traffic", "train_ddp", "train_fsdp2", "train_single",
-    "train_zero", "train_zero2", "train_zero3", "train_zero_redundancy", "unflatten_into", "unit_count",
-    "view_params", "watch", "WD", "wrap_policy", "zero1_check", "zero2_check", "zero3_check",
+    "ckpt_train_save", "collective_counts", "fit_alpha_beta", "flat_slice", "flatten", "free_storage",
+    "fsdp2_check", "global_batch", "LabModel", "local_batch", "LR", "make_model", "max_abs_diff",
+    "MemoryLedger", "model_config", "ModelConfig", "numel", "optimizer_state_bytes", "param_dict",
+    "plot_tradeoff", "POLICIES", "record_single_collectives", "shard_model", "summary", "tensor_bytes",
+    "time_all_gather", "time_steps", "timing_table", "tradeoff_table", "traffic", "train_ddp", "train_fsdp2",
+    "train_single", "train_zero", "train_zero2", "train_zero3", "train_zero_redundancy", "unflatten_into",
+    "unit_count", "view_params", "watch", "WD", "wrap_policy", "zero1_check", "zero2_check", "zero3_check",
 ]

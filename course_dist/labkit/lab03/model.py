@@ -138,6 +138,26 @@ def flatten(tensors: list[torch.Tensor], numel: int | None = None) -> torch.Tens
     return flat
 
 
+def flat_slice(tensors: list[torch.Tensor], start: int, end: int,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+    """``flatten(tensors)[start:end]`` without building the whole flat vector: only the pieces of ``tensors``
+    that overlap ``[start, end)`` are copied, into ``out`` when given (``end - start`` elements)."""
+    if out is None:
+        out = tensors[0].new_empty(end - start) if tensors else torch.zeros(end - start)
+    if out.numel() != end - start:
+        raise ValueError(f"out has {out.numel()} elements, the slice [{start}, {end}) has {end - start}")
+    offset = 0
+    with torch.no_grad():
+        for t in tensors:
+            lo, hi = max(start, offset), min(end, offset + t.numel())
+            if lo < hi:
+                out[lo - start:hi - start].copy_(t.reshape(-1)[lo - offset:hi - offset])
+            offset += t.numel()
+    if offset < end:
+        raise ValueError(f"the slice [{start}, {end}) ends past the {offset} elements of the tensors")
+    return out
+
+
 def unflatten_into(flat: torch.Tensor, tensors: list[torch.Tensor]) -> None:
     """Copy the first ``sum(numel)`` elements of ``flat`` into ``tensors`` (in place, no autograd)."""
     with torch.no_grad():
