@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -58,39 +59,72 @@ def synthetic(
     return [(steps * alpha + factor * s * beta) * (1 + noise * rng.gauss(0, 1)) for s in sizes]
 
 
-def _time_one(op: str, nbytes: int, reps: int) -> float:
+def _op(op: str, nbytes: int) -> Callable[[], None]:
+    """One blocking collective of ``nbytes`` per rank, on buffers allocated once (outside any timing)."""
     world, r = dist.get_world_size(), dist.get_rank()
     n = max(1, nbytes // 4)
     x = torch.ones(n)
     if op == "all_gather":
         out = torch.empty(n * world)
-        fn = lambda: dist.all_gather_into_tensor(out, x)  # noqa: E731
-    elif op == "reduce_scatter":
+        return lambda: dist.all_gather_into_tensor(out, x)
+    if op == "reduce_scatter":
         big, out = torch.ones(n * world), torch.empty(n)
-        fn = lambda: dist.reduce_scatter_tensor(out, big)  # noqa: E731
-    elif op == "broadcast":
-        fn = lambda: dist.broadcast(x, src=0)  # noqa: E731
-    elif op == "send_recv":
+        return lambda: dist.reduce_scatter_tensor(out, big)
+    if op == "broadcast":
+        return lambda: dist.broadcast(x, src=0)
+    if op == "send_recv":
 
         def fn() -> None:  # rank 0 -> rank 1 (one message); others idle
             if r == 0:
                 dist.send(x, 1)
             elif r == 1:
                 dist.recv(x, 0)
-    else:
-        fn = lambda: dist.all_reduce(x)  # noqa: E731
-    fn()  # warm-up: first use of a size allocates buffers
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        t0 = time.perf_counter()
+
+        return fn
+    return lambda: dist.all_reduce(x)
+
+
+def _burst(fn: Callable[[], None], k: int) -> float:
+    """Seconds per op of ``k`` back-to-back ops, all ranks starting together (barrier, not timed)."""
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(k):
         fn()
-        times.append(time.perf_counter() - t0)
-    # min over repetitions: on a shared machine the noise is one-sided (other processes only ever add time);
-    # max over ranks: the collective is as slow as its slowest rank
-    t = torch.tensor([min(times)])
+    return (time.perf_counter() - t0) / k
+
+
+def _slowest(values: list[float]) -> list[float]:
+    """Element-wise max over ranks: a collective is as slow as its slowest rank."""
+    t = torch.tensor(values, dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t)
+    return t.tolist()
+
+
+BURST_S = 5e-3  # a timed sample lasts at least this long: barrier skew and wake-up jitter average out
+
+
+def _time_op(op: str, sizes: list[int], reps: int) -> list[float]:
+    """Seconds per op of ``op`` at each size: the fastest of ``reps`` samples (max over ranks).
+
+    Method: every size is warmed up (buffers, gloo's pairs) and gets a burst length ``k`` (ops per timed
+    sample, the same on every rank) so that one sample lasts >= ``BURST_S``; then ``reps`` rounds each time
+    every size once, in a fresh order per round, so a noisy moment of a shared machine hits all sizes alike
+    instead of one size's every sample. The minimum is the estimate: noise from other processes is one-sided.
+    """
+    fns = [_op(op, s) for s in sizes]
+    for fn in fns:  # warm-up: first uses allocate and connect
+        fn()
+        fn()
+    one = _slowest([_burst(fn, 2) for fn in fns])
+    ks = [max(1, min(64, math.ceil(BURST_S / max(t, 1e-7)))) for t in one]
+    best = [math.inf] * len(sizes)
+    order = list(range(len(sizes)))
+    rng = random.Random(len(sizes))  # same seed on every rank: same order, so the collectives match
+    for _ in range(reps):
+        rng.shuffle(order)
+        for i in order:
+            best[i] = min(best[i], _burst(fns[i], ks[i]))
+    return _slowest(best)
 
 
 def _measure_rank(ops: list[str], sizes: list[int], reps: int) -> list[dict[str, Any]]:
@@ -102,10 +136,10 @@ def _measure_rank(ops: list[str], sizes: list[int], reps: int) -> list[dict[str,
     world = dist.get_world_size()
     rows = []
     for op in ops:
-        for s in sizes:
+        for s, t in zip(sizes, _time_op(op, sizes, reps), strict=True):
             # all_gather / reduce_scatter: s is the per-rank shard; S counts the full tensor, as nccl-tests do
             full = s * world if op in ("all_gather", "reduce_scatter") else s
-            rows.append({"collective": op, "world": world, "bytes": full, "time_s": _time_one(op, s, reps)})
+            rows.append({"collective": op, "world": world, "bytes": full, "time_s": t})
     return rows
 
 
@@ -116,8 +150,8 @@ def measure_collectives(
     reps: int = 5,
     timeout: float = 120.0,
 ) -> pd.DataFrame:
-    """Fastest of ``reps`` times (max over ranks) of each collective at each message size, one launch of
-    ``world`` ranks.
+    """Seconds per op of each collective at each message size (max over ranks of the fastest of ``reps``
+    interleaved bursts, see ``_time_op``), one launch of ``world`` ranks.
 
     Columns collective, world, bytes, time_s. ``bytes`` is S of the model above (all_gather / reduce_scatter:
     the full tensor, ``world`` x the per-rank shard ``size``).
