@@ -11,13 +11,15 @@ cells of ``solutions/lab01/lab01.py`` are executed into a namespace (the noteboo
 Targets (issue 13): TP block at world 2 <= 1.2x torch TP step time; 1F1B <= 1.2x torch's Schedule1F1B;
 alpha-beta prediction error on held-out sizes <= 20 %; measured bubble within 0.05 of (p-1)/(m+p-1) at m >= 4.
 Timing method: world 2, one thread per rank; A and B interleaved over ``rounds`` so a busy machine slows both
-alike; a round's number is the slowest rank's median; reported: the median over rounds.
+alike; a round's number is the slowest rank's median; reported: the median over rounds. Collectives: see
+``lab01.measure_collectives`` (warm-up, bursts of >= 5 ms, sizes interleaved over repetitions, min over them).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import statistics
 import time
@@ -78,6 +80,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     from course_dist.labkit.lab01.tp import time_tp_rank
 
     ns = reference()
+    load0 = os.getloadavg()[0]
     rounds = 2 if quick else 3
     steps = 3 if quick else 6
     d_model, d_hidden, batch = (256, 1024, 32) if quick else (512, 2048, 64)
@@ -108,16 +111,19 @@ def main(quick: bool = False) -> dict[str, Any]:
         }
     )
 
-    # 1F1B at p = 2, m = 4 on a compute-heavy lab model (the bubble needs compute >> messages)
+    # 1F1B at p = 2, m = 4 on a compute-heavy lab model. The formula counts compute only; a micro-batch of 64
+    # rows (about 10 ms of forward per stage) keeps the messages, the recv wake-ups and the python between
+    # actions a few % of a step, as the formula assumes (at 16 rows they were a third of the idle time).
     cfg = ModelConfig(128, 1024, 4, 10) if quick else ModelConfig(256, 2048, 4, 10)
-    m, pb = 4, 32 if quick else 64
+    m, pb = 4, 64 if quick else 256
+    pp_steps = 3 if quick else 8  # the bubble: median over every step but the first of every round
     mine, theirs, bubbles = [], [], []
     for _ in range(rounds):
         r = launch(
             lab01.run_schedule,
             2,
             args=(ns["schedule"], "1f1b", m, pb),
-            kwargs={"cfg": cfg, "steps": steps},
+            kwargs={"cfg": cfg, "steps": pp_steps},
             timeout=300,
         )
         spans = [s for rr in r for s in rr["spans"]]
@@ -126,15 +132,13 @@ def main(quick: bool = False) -> dict[str, Any]:
             per_step.setdefault(s[1], []).append(s)
         makespans = [max(s[4] for s in v) - min(s[3] for s in v) for v in per_step.values()]
         mine.append(statistics.median(makespans[1:] or makespans))
-        bubbles.append(
-            statistics.median(_bubble(v) for k, v in per_step.items() if k > 0 or len(per_step) == 1)
-        )
+        bubbles += [_bubble(v) for k, v in per_step.items() if k > 0 or len(per_step) == 1]
         theirs.append(
             launch(
                 lab01.torch_schedule,
                 2,
                 args=("1f1b", m, pb),
-                kwargs={"cfg": cfg, "steps": steps},
+                kwargs={"cfg": cfg, "steps": pp_steps},
                 timeout=300,
             )[0]["step_s"]
         )
@@ -152,7 +156,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     bubble = statistics.median(bubbles)
     rows.append(
         {
-            "what": f"bubble, 1F1B p=2 m={m} (mean idle fraction of the stages)",
+            "what": f"bubble, 1F1B p=2 m={m}, micro-batch {pb // m} (mean idle fraction of the stages, "
+            f"median of {len(bubbles)} steps)",
             "reference": f"{bubble:.3f}",
             "torch": "—",
             "ratio": f"formula {formula:.3f}, off by {abs(bubble - formula):.3f}",
@@ -160,10 +165,11 @@ def main(quick: bool = False) -> dict[str, Any]:
         }
     )
 
-    # alpha-beta: fit on some sizes, predict held-out ones, per collective
+    # alpha-beta: fit on some sizes, predict held-out ones inside the fitted range, per collective
+    # (a line fitted up to 4 MB says nothing about 6 MB: on gloo the bandwidth drops past the caches)
     fit_sizes = [2**k for k in range(10, 23 if not quick else 21, 2)]
-    held = [3 * 2**15, 3 * 2**19] + ([] if quick else [3 * 2**21])
-    meas = lab01.measure_collectives(fit_sizes + held, world=2, reps=3 if quick else 9)
+    held = [3 * 2**15, 3 * 2**19] + ([] if quick else [3 * 2**20])
+    meas = lab01.measure_collectives(fit_sizes + held, world=2, reps=3 if quick else 15)
     for coll, g in meas.groupby("collective"):
         shard = g["bytes"] // 2 if coll in ("all_gather", "reduce_scatter") else g["bytes"]
         f, h = g[~shard.isin(held)], g[shard.isin(held)]
@@ -185,8 +191,10 @@ def main(quick: bool = False) -> dict[str, Any]:
         "# Lab 01 benchmark (tensor parallel, 1F1B, alpha-beta, bubble)",
         "",
         f"`python -m bench.bench_lab01` ({'quick' if quick else 'full'}), "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-        "world 2, gloo, one thread per rank; medians over interleaved rounds. "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {load0:.1f} before and "
+        f"{os.getloadavg()[0]:.1f} after (1 min); "
+        "world 2, gloo, one thread per rank; medians over interleaved rounds (collectives: fastest of 15 "
+        "interleaved bursts of >= 5 ms per size). "
         "Timings on a shared machine are "
         "noisy: re-run on a quiet one before quoting.",
         "",
