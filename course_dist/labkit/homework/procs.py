@@ -4,10 +4,14 @@ killed on timeout or error, so nothing outlives a drill.
 
 - :func:`run_trainer` - run to completion; :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` -
   for drills that signal a live job;
-- :func:`crash_in_save` - a world-1 run whose ``torch.save`` SIGKILLs the process after its n-th save of
-  step s;
+- :func:`crash_in_save` - a world-1 run (a forked rank) whose ``torch.save`` SIGKILLs the process after its
+  n-th save of step s;
 - ``HW_SLOW_COMPUTE="<rank>:<seconds>"`` (with ``slow_compute=True``) - the trainer runs under
-  :mod:`._drill_main`, which makes that rank's every forward pass sleep: slowness *inside* forward/backward.
+  :mod:`._drill_main`, which makes that rank's every forward pass sleep: slowness *inside* forward/backward;
+- :func:`launch_trainer` - the same entry point (``<pkg>.train.main(argv)``) on ranks forked by
+  ``course_dist.launch`` from its torch-preloaded server (about a second instead of the 10-30 s a fresh
+  torchrun job spends importing torch on 2 cores): for the runs no signal or restart is aimed at (the
+  uninterrupted baselines, stop-at-``max_steps`` and resume, resize). The fault drills stay real processes.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,44 +212,105 @@ def wait_for_step(
     return False
 
 
-_CRASH = """
-import os, signal, sys, torch
-_real, _calls = torch.save, [0]
-def _save(obj, f, *a, **k):
-    step = obj.get("step") if isinstance(obj, dict) else None
-    _real(obj, f, *a, **k)
-    if step == {step}:
-        _calls[0] += 1
-        if _calls[0] >= {nth}:
-            os.kill(os.getpid(), signal.SIGKILL)   # mid-checkpoint: the file is written, the rest is not
-torch.save = _save
-from {pkg}.train import main
-sys.exit(main({args!r}))
-"""
+def _train_rank(name: str, root: str, argv: list[str], slow: str) -> int:
+    """One rank of :func:`launch_trainer`: the package's CLI entry point in a forked rank (group exists)."""
+    import importlib
+
+    if root in sys.path:
+        sys.path.remove(root)
+    sys.path.insert(0, root)  # the graded package first, as in the kernel and under torchrun
+    if slow:
+        from ._drill_main import _install
+
+        who, _, secs = slow.partition(":")
+        _install(int(who), float(secs))
+    return importlib.import_module(f"{name}.train").main(argv)
+
+
+def launch_trainer(
+    pkg: ModuleType,
+    run_dir: str | Path,
+    args: list[str],
+    *,
+    nproc: int = 1,
+    timeout: float = 300.0,
+    slow_compute: str = "",
+) -> Run:
+    """Run ``<pkg>.train.main(["--run-dir", run_dir, *args])`` on ``nproc`` ranks forked by
+    ``course_dist.launch`` (its process group already exists: ``init_distributed`` joins it). A rank that
+    raises gives returncode 1 and its traceback as the output. ``slow_compute="<rank>:<seconds>"`` slows that
+    rank's every forward pass (as ``HW_SLOW_COMPUTE`` does under :mod:`._drill_main`)."""
+    import course_dist
+    from course_dist.errors import LaunchTimeout, RankError
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    argv = ["--run-dir", str(run_dir), *args]
+    desc = [f"launch({pkg.__name__}.train.main, world_size={nproc})", *argv]
+    t0 = time.perf_counter()
+    try:
+        course_dist.launch(
+            _train_rank,
+            nproc,
+            args=(pkg.__name__, str(package_root(pkg)), argv, slow_compute),
+            backend="gloo",
+            timeout=timeout,
+            stream=False,
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+        rc, out = 0, ""
+    except RankError as e:
+        rc = e.exitcode if e.exitcode is not None else 1
+        out = f"{e}\n{e.remote_traceback}\n" + "\n".join(e.stderr or [])
+    except LaunchTimeout as e:
+        rc, out = -999, f"{e}\n[harness] TIMEOUT after {timeout:.0f} s"
+    return Run(rc, out, time.perf_counter() - t0, desc)
+
+
+def _crash_rank(name: str, root: str, argv: list[str], step: int, nth: int) -> int:
+    """The rank of :func:`crash_in_save`: ``torch.save`` SIGKILLs this process after its ``nth`` save of a
+    dict whose ``"step"`` is ``step`` (the file is written, the rest of the checkpoint is not)."""
+    import torch
+
+    real, calls = torch.save, [0]
+
+    def save(obj, f, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202 - torch.save's signature
+        real(obj, f, *a, **k)
+        if isinstance(obj, dict) and obj.get("step") == step:
+            calls[0] += 1
+            if calls[0] >= nth:
+                os.kill(os.getpid(), signal.SIGKILL)  # mid-checkpoint
+
+    torch.save = save
+    return _train_rank(name, root, argv, "")
 
 
 def crash_in_save(
     pkg: ModuleType, run_dir: str | Path, args: list[str], step: int, nth: int = 1, timeout: float = 300.0
 ) -> Run:
-    """World-1 run SIGKILLed right after the ``nth`` ``torch.save`` of a dict whose ``"step"`` is ``step``."""
+    """World-1 run SIGKILLed right after the ``nth`` ``torch.save`` of a dict whose ``"step"`` is ``step``; a
+    rank forked by ``course_dist.launch`` (a real process, really SIGKILLed; returncode -9 when it was)."""
+    import course_dist
+    from course_dist.errors import LaunchTimeout, RankError
+
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    code = _CRASH.format(step=step, nth=nth, pkg=pkg.__name__, args=["--run-dir", str(run_dir), *args])
-    cmd = [sys.executable, "-c", textwrap.dedent(code)]
+    argv = ["--run-dir", str(run_dir), *args]
+    desc = [f"launch({pkg.__name__}.train.main, world_size=1), SIGKILL in save #{nth} of step {step}", *argv]
     t0 = time.perf_counter()
-    p = subprocess.Popen(
-        cmd,
-        cwd=run_dir,
-        env=_env(pkg, None),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        text=True,
-    )
     try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop_tree(p)
-        out, _ = p.communicate()
-        out += "\n[harness] TIMEOUT"
-    return Run(p.returncode, out, time.perf_counter() - t0, cmd)
+        course_dist.launch(
+            _crash_rank,
+            1,
+            args=(pkg.__name__, str(package_root(pkg)), argv, step, nth),
+            backend="gloo",
+            timeout=timeout,
+            stream=False,
+        )
+        rc, out = 0, "the run finished: no save of that step was reached"
+    except RankError as e:
+        rc = e.exitcode if e.exitcode is not None else 1
+        out = f"{e}\n{e.remote_traceback}\n" + "\n".join(e.stderr or [])
+    except LaunchTimeout as e:
+        rc, out = -999, f"{e}\n[harness] TIMEOUT after {timeout:.0f} s"
+    return Run(rc, out, time.perf_counter() - t0, desc)
