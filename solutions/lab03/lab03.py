@@ -67,7 +67,8 @@ print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.P
 # pieces: pad your shard to `chunk`. (With `step(grad_shard)` the same code serves ZeRO-2: a gradient shard
 # handed in instead of your slice of `p.grad`.) `lab03.flatten(tensors, numel=None)` concatenates (and zero-pads);
 # `lab03.flat_slice(tensors, start, end)` is `flatten(tensors)[start:end]` without copying the rest;
-# `lab03.unflatten_into(flat, tensors)` copies back.
+# `lab03.unflatten_into(flat, tensors)` copies back (or `lab03.view_params(params, flat)` makes the parameters
+# views of `flat` once, so nothing needs copying back).
 #
 # The tests: world 2 and 3, 3 AdamW steps, parameters **bitwise equal** to the same run with a full AdamW on
 # every rank (AdamW is elementwise, and every rank sees the same averaged gradient, so sharding changes no
@@ -97,13 +98,15 @@ class ShardedAdamW:
         self.chunk = math.ceil(self.numel / self.world)
         ### BEGIN SOLUTION
         self.start, self.end = shard_range(self.numel, self.world, self.rank)
-        # made once, reused every step (no per-step flatten, pad or clone): `full` receives the all-gather,
-        # `padded` is my chunk of it and `self.shard`, the tensor AdamW updates in place, is a view into it
+        # made once, reused every step (no per-step flatten, pad, clone or copy back): the parameters become
+        # views into `full`, which the all-gather fills; `self.shard`, what AdamW updates in place, is a view
+        # into `padded`, my chunk-sized piece of the all-gather
         self.full = lab03.flatten([p.detach() for p in self.params], self.chunk * self.world)
         self.padded = self.full[self.rank * self.chunk:(self.rank + 1) * self.chunk].clone()
         self.shard = self.padded[:self.end - self.start]  # my slice of the parameters: the optimizer's master
         self.grad = torch.zeros_like(self.shard)
         self.optimizer = torch.optim.AdamW([self.shard], lr=lr, weight_decay=weight_decay)
+        lab03.view_params(self.params, self.full)
         ### END SOLUTION
 
     @torch.no_grad()
@@ -116,9 +119,9 @@ class ShardedAdamW:
         self.shard.grad = grad_shard
         self.optimizer.step()  # updates self.shard, hence my chunk of `padded`
         # ONE all-gather of equal chunk-sized pieces for all parameters (one latency; torch's
-        # ZeroRedundancyOptimizer broadcasts parameter by parameter from each owner)
+        # ZeroRedundancyOptimizer broadcasts parameter by parameter from each owner), straight into the
+        # parameters (views of `full`; its padded tail belongs to none)
         dist.all_gather_single(self.full, self.padded)
-        lab03.unflatten_into(self.full, self.params)  # the padded tail is dropped here
         ### END SOLUTION
 
 
