@@ -19,13 +19,20 @@ log = logging.getLogger("autograder.judge")
 
 # ---- the oracle: reference evidence ------------------------------------------------------------------------
 def _source_hash(cfg: Any, lab: str, nb: Any) -> str:
-    """Hash of what the reference evidence depends on: the source notebook and the files beside it."""
+    """Hash of what the reference evidence depends on: the source notebook, the files beside it and the
+    course_dist package the notebook imports (its labkit measures what the evidence records: a fix there must
+    not be judged against evidence cached before it)."""
     import nbformat
 
+    import course_dist
+
     h = hashlib.sha256(nbformat.writes(nb).encode())
-    for p in sorted((cfg.solutions / lab).rglob("*")):
+    pkg = Path(course_dist.__file__).parent
+    for base, p in [(cfg.solutions, p) for p in sorted((cfg.solutions / lab).rglob("*"))] + [
+        (pkg.parent, p) for p in sorted(pkg.rglob("*.py"))
+    ]:
         if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".ipynb"):
-            h.update(str(p.relative_to(cfg.solutions)).encode() + b"\0" + p.read_bytes())
+            h.update(str(p.relative_to(base)).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
 
 
