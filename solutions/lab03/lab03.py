@@ -373,12 +373,15 @@ for r, runs in enumerate(zero3_w2):
             f"max |diff| {err:.3g} (want < 1e-7)"
         err = lab03.max_abs_diff(run["params"], single["params"])
         assert err < 1e-4, f"world 2, policy {run['policy']}, rank {r}: vs one process max |diff| {err:.3g}"
+# a policy's peak: the lower of the two ranks' (the same by symmetry; a rare late free on one rank, a thread
+# releasing a tensor a moment late, must not decide a grade)
+peak_of = {run["policy"]: min(runs[i]["peak_bytes"] for runs in zero3_w2) for i, run in enumerate(zero3_w2[0])}
 for run in zero3_w2[0]:
     counts = lab03.collective_counts(zero3_w2.trace, 0, STEPS, run["window"])
     want = {"all_gather_single": 2.0 * run["units"], "reduce_scatter_single": 1.0 * run["units"]}
     assert counts == want, f"policy {run['policy']} ({run['units']} units): collectives per step {counts}, " \
         f"want {want} (gather before forward AND before backward, one reduce-scatter per unit)"
-    peaks[run["policy"]] = run["peak_bytes"]
+    peaks[run["policy"]] = peak_of[run["policy"]]
     steady_max = (12 / 2 + 1) * PSI  # shards of parameters (4/N) and AdamW state (8/N) bytes per param, + slack
     assert run["steady_bytes"] < steady_max, f"policy {run['policy']}: {run['steady_bytes']} bytes live between " \
         f"steps (want < {steady_max:.0f}: 12 x {PSI} / world 2 + {PSI}): are gathered parameters freed?"
@@ -399,14 +402,14 @@ zero3_w3 = launch(lab03.zero3_check, world_size=3, args=(FlatParamUnit, attach_z
                   kwargs={"seed": seed_h}, trace=True, timeout=300)
 single_h = lab03.train_single(steps=STEPS, seed=seed_h)
 for world, res, seed, ref in [(2, zero3_w2, 0, single), (3, zero3_w3, seed_h, single_h)]:
-    for run in res[0]:
+    for i, run in enumerate(res[0]):
         tag = f"world {world} seed {seed} policy {run['policy']}"
         ev.close(f"{tag}: parameters", lab03.summary(run["params"]), atol=1e-4)
         ev.close(f"{tag}: first-step gradients", lab03.summary(run["grads0"]), atol=1e-6)
         ev.equal(f"{tag}: equals one process (1e-4)", lab03.max_abs_diff(run["params"], ref["params"]) < 1e-4)
         ev.equal(f"{tag}: collectives per step",
                  lab03.collective_counts(res.trace, 0, STEPS, run["window"]))
-        ev.close(f"{tag}: peak bytes", float(run["peak_bytes"]), rtol=0.10)
+        ev.close(f"{tag}: peak bytes", float(min(r[i]["peak_bytes"] for r in res)), rtol=0.10)
         ev.close(f"{tag}: steady bytes", float(run["steady_bytes"]), rtol=0.05)
         ev.rule(f"{tag}: bytes held after forward", run["after_forward_bytes"] - run["steady_bytes"],
                 rule="common.le", bound=2 * PSI)
