@@ -180,6 +180,23 @@ def default_read_only() -> list[Path]:
 
 
 # ---- the command line -----------------------------------------------------------------------------------
+def _hosts_file() -> Path:
+    """The host's /etc/hosts plus ``sandbox`` (the sandbox's hostname) on 127.0.0.1, written once per uid."""
+    import tempfile
+
+    try:
+        base = Path("/etc/hosts").read_text()
+    except OSError:
+        base = "127.0.0.1 localhost\n::1 localhost\n"
+    text = base.rstrip("\n") + "\n127.0.0.1 sandbox\n"
+    path = Path(tempfile.gettempdir()) / f"course-sandbox-hosts-{os.getuid()}"
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
+
+
 def bwrap_argv(spec: SandboxSpec, *, private: list[Path] = ()) -> list[str]:
     """``bwrap ... --`` for ``spec``; ``private`` are extra writable dirs (the kernel's connection dir)."""
     # own pid namespace: the grader is invisible and unkillable; own net namespace: loopback only (gloo works)
@@ -188,6 +205,9 @@ def bwrap_argv(spec: SandboxSpec, *, private: list[Path] = ()) -> list[str]:
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for d in ("/usr", "/etc"):
         argv += ["--ro-bind", d, d]
+    # the sandbox's hostname must resolve (to loopback): torchrun's rendezvous and c10d's TCPStore look it up,
+    # and with no network a name missing from /etc/hosts fails or stalls them
+    argv += ["--ro-bind", str(_hosts_file()), "/etc/hosts"]
     for d in ("/bin", "/lib", "/lib64", "/sbin", "/lib32", "/libx32"):
         p = Path(d)
         if p.is_symlink():
