@@ -345,8 +345,8 @@ def test_processes_bounded_and_none_survives(hostile) -> None:  # noqa: ANN001
     assert int(capped[0].split()[1]) < 400, capped
     assert df.loc["procs", "status"] == "ok", df.loc["procs"].to_dict()
     assert any("rank 1" in ln for ln in text.splitlines()), text[-2000:]  # the memory bomb's rank: reported
-    # the instructor's CSV says how much output the sandbox cut (the flood). Leftovers are named there too when
-    # the sandbox kills any, but whether the sleepers outlive the kernel's own pid namespace is a race.
+    # the instructor's CSV says how much output the sandbox cut (the flood). Leftovers are named there too
+    # when the sandbox kills any, but whether the sleepers outlive the kernel's pid namespace is a race.
     reason = df.loc["procs", "reason"]
     assert "output over the cap dropped" in reason, reason
 
