@@ -37,6 +37,7 @@ from autograder.mutants import (
     mutant_submission,
     reference_submission,
     release_notebook,
+    source_notebook,
 )
 from autograder.plots import plot_scores
 from autograder.release import release, write_notebook
@@ -87,8 +88,27 @@ def build_samples(
             log.error("%s: mutant %s cannot be applied: %s", lab, m.name, exc)
             expect[student] = {"kind": "broken", "why": str(exc)}
             continue
-        expect[student] = {"kind": "mutant", "exercise": m.exercise}
+        expect[student] = {"kind": "mutant", "exercise": m.exercise, "keeps": _kept_before(cfg, lab, m)}
     return expect
+
+
+def _kept_before(cfg: CourseConfig, lab: str, m: Mutant) -> float:
+    """Points of the mutant's own exercise that it cannot cost: its auto test cells placed *before* the answer
+    cell it replaces (lab03's card shares an exercise with the checkpoint, whose tests run first). The same
+    rule as the exercise-level check, which runs a mutant from its answer cell onwards."""
+    from autograder.source import grade_id
+
+    if m.is_file_mutant:
+        return 0.0
+    try:
+        ex = load_rubric(cfg.rubric / f"{lab}.yaml").exercise(m.exercise)
+    except (KeyError, FileNotFoundError):
+        return 0.0
+    pos = {grade_id(c): i for i, c in enumerate(source_notebook(cfg, lab).cells) if grade_id(c)}
+    at = pos.get(m.replaces)
+    if at is None:
+        return 0.0
+    return float(sum(c.points for c in ex.graded_cells if c.kind == "auto" and pos.get(c.grade_id, at) < at))
 
 
 def auto_max(rubric: Rubric) -> dict[str, float]:
@@ -114,7 +134,11 @@ def verdict(row: pd.Series, expect: dict, rubric: Rubric | None) -> str:
     target = expect["exercise"]
     if target not in full:
         return f"FAIL: mutant names unknown exercise {target!r}"
-    bad = [] if got[target] == 0 else [f"kept {got[target]:g} of its own exercise {target}"]
+    keeps = float(expect.get("keeps", 0.0))
+    bad = [] if got[target] == keeps else [
+        f"kept {got[target]:g} of its own exercise {target}"
+        + (f" (expected {keeps:g}: its tests before the answer it replaces)" if keeps else "")
+    ]
     bad += [f"lost {full[ex] - got[ex]:g} in {ex}" for ex in full if ex != target and got[ex] < full[ex]]
     return "ok" if not bad else "FAIL: " + "; ".join(bad)
 
