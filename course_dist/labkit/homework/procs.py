@@ -240,25 +240,27 @@ def launch_trainer(
     ``course_dist.launch`` (its process group already exists: ``init_distributed`` joins it). A rank that
     raises gives returncode 1 and its traceback as the output. ``slow_compute="<rank>:<seconds>"`` slows that
     rank's every forward pass (as ``HW_SLOW_COMPUTE`` does under :mod:`._drill_main`)."""
-    import course_dist
-    from course_dist.errors import LaunchTimeout, RankError
-
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     argv = ["--run-dir", str(run_dir), *args]
     desc = [f"launch({pkg.__name__}.train.main, world_size={nproc})", *argv]
+    rank_args = (pkg.__name__, str(package_root(pkg)), argv, slow_compute)
+    return _forked(_train_rank, nproc, rank_args, timeout, desc)
+
+
+def _forked(rank_fn: Any, nproc: int, rank_args: tuple, timeout: float, desc: list[str],
+            finished: str = "") -> Run:
+    """``course_dist.launch(rank_fn, nproc)`` as a :class:`Run`: returncode 0, or the failing rank's exit code
+    (-9 when SIGKILLed; 1 when it raised) with its traceback, or -999 at the timeout (every rank torn down by
+    the launcher either way)."""
+    import course_dist
+    from course_dist.errors import LaunchTimeout, RankError
+
     t0 = time.perf_counter()
     try:
-        course_dist.launch(
-            _train_rank,
-            nproc,
-            args=(pkg.__name__, str(package_root(pkg)), argv, slow_compute),
-            backend="gloo",
-            timeout=timeout,
-            stream=False,
-            env={"PYTHONUNBUFFERED": "1"},
-        )
-        rc, out = 0, ""
+        course_dist.launch(rank_fn, nproc, args=rank_args, backend="gloo", timeout=timeout, stream=False,
+                           env={"PYTHONUNBUFFERED": "1"})
+        rc, out = 0, finished
     except RankError as e:
         rc = e.exitcode if e.exitcode is not None else 1
         out = f"{e}\n{e.remote_traceback}\n" + "\n".join(e.stderr or [])
@@ -290,27 +292,9 @@ def crash_in_save(
 ) -> Run:
     """World-1 run SIGKILLed right after the ``nth`` ``torch.save`` of a dict whose ``"step"`` is ``step``; a
     rank forked by ``course_dist.launch`` (a real process, really SIGKILLed; returncode -9 when it was)."""
-    import course_dist
-    from course_dist.errors import LaunchTimeout, RankError
-
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     argv = ["--run-dir", str(run_dir), *args]
     desc = [f"launch({pkg.__name__}.train.main, world_size=1), SIGKILL in save #{nth} of step {step}", *argv]
-    t0 = time.perf_counter()
-    try:
-        course_dist.launch(
-            _crash_rank,
-            1,
-            args=(pkg.__name__, str(package_root(pkg)), argv, step, nth),
-            backend="gloo",
-            timeout=timeout,
-            stream=False,
-        )
-        rc, out = 0, "the run finished: no save of that step was reached"
-    except RankError as e:
-        rc = e.exitcode if e.exitcode is not None else 1
-        out = f"{e}\n{e.remote_traceback}\n" + "\n".join(e.stderr or [])
-    except LaunchTimeout as e:
-        rc, out = -999, f"{e}\n[harness] TIMEOUT after {timeout:.0f} s"
-    return Run(rc, out, time.perf_counter() - t0, desc)
+    return _forked(_crash_rank, 1, (pkg.__name__, str(package_root(pkg)), argv, step, nth), timeout, desc,
+                   finished="the run finished: no save of that step was reached")
