@@ -64,8 +64,9 @@ example:
 """
 
 COURSE_HELP = """The main job (make course): release every lab, grade a sample class through real nbgrader
-(per lab: the reference must earn every auto point, the untouched release none, the sampled mutants lose
-exactly their exercise), check every mutant at the exercise level, and print a table per lab.
+(per lab: the reference must earn every auto point, the untouched release none; on two labs drawn by the
+seed a sampled mutant must lose exactly its exercise), check every mutant at the exercise level, and print a
+table per lab.
 
 outputs: build/grades.csv (+ .summary.md, scores_<lab>.png), build/grades_checked.csv (a 'check' column per
 sample), build/scores.png, feedback under build/nbgrader/feedback/, build/reference/<lab>/ with
@@ -145,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--workers", type=_positive(int), default=2)
     c.add_argument("--execute-references", action="store_true", help="also run each reference in full mode")
     c.add_argument("--unsafe-no-sandbox", action="store_true", help="run kernels unconfined")
+    c.add_argument(
+        "--seed", type=int, default=None, help="grading seed (default: a fresh one, logged; reproduces a run)"
+    )
 
     mu = sub.add_parser(
         "mutants",
@@ -212,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             args.lab,
             execute_references=args.execute_references,
             unsafe_no_sandbox=args.unsafe_no_sandbox,
+            seed=args.seed,
         )
     if args.cmd == "mutants":
         from autograder.mutant_check import check_all

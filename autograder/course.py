@@ -3,12 +3,14 @@
 Per lab, and kept cheap as the course grows (one nbgrader run per *sample*, not per mutant):
 
 1. release every lab (labs/ regenerated);
-2. a small sample class through real nbgrader (the path students take): the reference (must earn every auto
-   point), the untouched release (must earn none) and ``SAMPLE_MUTANTS`` known-wrong answers (each must lose
-   exactly its own exercise), graded by the long-lived workers of :mod:`autograder.grade`;
+2. a small sample class through real nbgrader (the path students take): per lab the reference (must earn
+   every auto point) and the untouched release (must earn none); for ``SAMPLE_MUTANT_LABS`` labs drawn by the
+   seed, ``SAMPLE_MUTANTS`` known-wrong answer (must lose exactly its own exercise), graded by the long-lived
+   workers of :mod:`autograder.grade`;
 3. *every* mutant at the exercise level (:mod:`autograder.mutant_check`: one kernel pass per lab, the mutant's
-   cell swapped in, only the cells up to the next exercise re-run), in a background process per lab while
-   the sample class grades;
+   cell swapped in, only the cells up to the next exercise re-run; a file mutant in a fresh kernel through its
+   own item), as jobs in background processes, two at a time, while the sample class grades - at the same
+   seed, so each lab's reference evidence is computed once;
 4. optionally (``--execute-references``) each reference notebook in full mode into build/reference/<lab>/;
 5. build/scores.png and a table per lab. Exit status 1 if any expectation fails.
 """
@@ -44,7 +46,11 @@ from autograder.release import release, write_notebook
 from autograder.rubrics import Rubric, load_rubric
 
 log = logging.getLogger("autograder.course")
-SAMPLE_MUTANTS = 1  # per lab, graded through nbgrader; all the others are checked at the exercise level
+SAMPLE_MUTANTS = 1  # per sampled lab, graded through nbgrader; all are checked at the exercise level
+# Labs whose sampled mutant goes through full nbgrader (drawn by the grading seed). Each costs a full notebook
+# run; the exercise-level check already proves every mutant of every lab, so the sample shows the path end to
+# end on a few labs per run, not on all six every time (make course's 15 min on 2 cores).
+SAMPLE_MUTANT_LABS = 2
 
 
 def sample_mutants(mutants: list[Mutant], k: int = SAMPLE_MUTANTS) -> list[Mutant]:
@@ -135,10 +141,14 @@ def verdict(row: pd.Series, expect: dict, rubric: Rubric | None) -> str:
     if target not in full:
         return f"FAIL: mutant names unknown exercise {target!r}"
     keeps = float(expect.get("keeps", 0.0))
-    bad = [] if got[target] == keeps else [
-        f"kept {got[target]:g} of its own exercise {target}"
-        + (f" (expected {keeps:g}: its tests before the answer it replaces)" if keeps else "")
-    ]
+    bad = (
+        []
+        if got[target] == keeps
+        else [
+            f"kept {got[target]:g} of its own exercise {target}"
+            + (f" (expected {keeps:g}: its tests before the answer it replaces)" if keeps else "")
+        ]
+    )
     bad += [f"lost {full[ex] - got[ex]:g} in {ex}" for ex in full if ex != target and got[ex] < full[ex]]
     return "ok" if not bad else "FAIL: " + "; ".join(bad)
 
@@ -188,38 +198,70 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
 
 
 def _mutant_check(
-    cfg: CourseConfig, lab: str, out: Path, seed: int = 0, file_mutants: bool = True
+    cfg: CourseConfig,
+    lab: str,
+    out: Path,
+    seed: int = 0,
+    file_mutants: bool = True,
+    names: list[str] | None = None,
 ) -> dict[str, list[str]]:
-    """Every mutant of ``lab`` at the exercise level, in its own process (its own kernel, own environment).
+    """Mutants of ``lab`` at the exercise level, in a process of their own (own kernel, own environment):
+    all of them, or only ``names``.
 
     ``file_mutants=False`` leaves out the mutants that replace a module (the homework's): each needs a fresh
-    kernel running the notebook up to the next item (minutes apiece), so the test suite skips them and
-    ``make course`` / ``python -m autograder mutants --lab homework`` checks them.
+    kernel running the notebook through its own item (up to a minute and a half apiece), so the test suite
+    skips them and ``make course`` / ``python -m autograder mutants --lab homework`` checks them.
     """
     from autograder.grade import _config_json
 
     spec = out.with_suffix(".config.json")
     spec.write_text(json.dumps({**_config_json(cfg), "fast": True}))
+    wanted = None if names is None else sorted(names)
     code = (
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
         f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "
         "from autograder.mutants import find_mutants; "
-        f"ms = [m for m in find_mutants(cfg, {lab!r}) if {bool(file_mutants)} or not m.is_file_mutant]; "
+        f"ms = [m for m in find_mutants(cfg, {lab!r}) if ({bool(file_mutants)} or not m.is_file_mutant) "
+        f"and ({wanted!r} is None or m.name in {wanted!r})]; "
         f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}), open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, "COURSE_FAST": "1"}
+    count = len(find_mutants(cfg, lab)) if names is None else len(names)
     r = subprocess.run(
         [sys.executable, "-c", code],
         env=env,
         capture_output=True,
         text=True,
         # a file mutant (the homework's) runs in a fresh kernel of its own: the cap grows with the count
-        timeout=cfg.notebook_timeout * (2 + len(find_mutants(cfg, lab))),
+        timeout=cfg.notebook_timeout * (2 + count),
     )
     if r.returncode != 0 or not out.exists():
-        return {"<mutant check>": [f"mutant check of {lab} exited {r.returncode}: {r.stderr.strip()[-400:]}"]}
+        what = lab if names is None else f"{lab} {', '.join(sorted(names))}"
+        tail = r.stderr.strip()[-400:]
+        return {"<mutant check>": [f"mutant check of {what} exited {r.returncode}: {tail}"]}
     return json.loads(out.read_text())
+
+
+def _check_jobs(cfg: CourseConfig, labs: list[str], file_mutants: bool) -> list[tuple[str, list[str] | None]]:
+    """The exercise-level checks as jobs, longest first (so the short ones fill the lanes at the end): one
+    walk per lab over its cell mutants, then one job per file mutant (a fresh kernel each: the homework's
+    dozen would otherwise be one job as long as all the labs' walks together), the latest item first."""
+    walks, files = [], []
+    for lab in labs:
+        ms = find_mutants(cfg, lab)
+        cells = [m for m in ms if not m.is_file_mutant]
+        fm = [m for m in ms if m.is_file_mutant] if file_mutants else []
+        if cells or not fm:
+            walks.append((len(cells), lab, [m.name for m in cells] if fm else None))
+        if fm:
+            rp = cfg.rubric / f"{lab}.yaml"
+            order = [e.id for e in load_rubric(rp).exercises] if rp.exists() else []
+            rank = {e: i for i, e in enumerate(order)}
+            files += [(rank.get(m.exercise, len(order)), m.name, lab) for m in fm]
+    jobs: list[tuple[str, list[str] | None]] = [(lab, names) for _, lab, names in sorted(walks, reverse=True)]
+    jobs += [(lab, [name]) for _, name, lab in sorted(files, reverse=True)]
+    return jobs
 
 
 def grade_with_mutant_checks(
@@ -237,19 +279,37 @@ def grade_with_mutant_checks(
     """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
 
     Returns (the samples' rows, lab -> mutant -> problems). The exercise-level checks run beside the sample
-    class: a distributed cell mostly waits (process start, rendezvous, collectives), so one more kernel on 2
-    cores fills those gaps instead of adding its whole time to the job's.
+    class, ``mutant_labs_at_once`` jobs at a time (:func:`_check_jobs`): a distributed cell mostly waits
+    (process start, rendezvous, collectives), so more kernels on 2 cores fill those gaps instead of adding
+    their whole time to the job's. ``seed`` is the grading seed; the checks use the same one, so the reference
+    evidence each lab is judged against is computed once and shared (None: a fresh one, drawn here).
     """
+    import secrets
+
+    seed = secrets.randbelow(2**31) if seed is None else seed
     checks_dir = cfg.build / "mutant_checks"
     checks_dir.mkdir(parents=True, exist_ok=True)
-    # Two at a time: the homework's file mutants (a fresh kernel each) take as long as all the labs' together,
-    # so one queue would leave a core idle once the sample class is graded.
+    jobs = _check_jobs(cfg, labs, file_mutants)
+
+    def result_file(lab: str, names: list[str] | None) -> Path:
+        return checks_dir / (f"{lab}.json" if names is None or len(names) != 1 else f"{lab}.{names[0]}.json")
+
     with ThreadPoolExecutor(max_workers=mutant_labs_at_once) as pool:
-        # the grading seed, so the exercise-level checks reuse the sample class's cached reference evidence
-        futs = {
-            lab: pool.submit(_mutant_check, cfg, lab, checks_dir / f"{lab}.json", seed or 0, file_mutants)
-            for lab in labs
-        }
+        futs = [
+            (
+                lab,
+                pool.submit(
+                    _mutant_check,
+                    cfg,
+                    lab,
+                    result_file(lab, names),
+                    seed,
+                    file_mutants,
+                    names,
+                ),
+            )
+            for lab, names in jobs
+        ]
         df = grade(
             cfg,
             samples,
@@ -260,7 +320,10 @@ def grade_with_mutant_checks(
             progress=progress,
             unsafe_no_sandbox=unsafe_no_sandbox,
         )
-        return df, {lab: f.result() for lab, f in futs.items()}
+        results: dict[str, dict[str, list[str]]] = {lab: {} for lab in labs}
+        for lab, f in futs:
+            results[lab].update(f.result())
+        return df, results
 
 
 def course(
@@ -269,12 +332,22 @@ def course(
     *,
     execute_references: bool = False,
     unsafe_no_sandbox: bool = False,
+    seed: int | None = None,
 ) -> int:
+    import random
+    import secrets
+
     t0 = time.monotonic()
     labs = release(cfg, labs)
     if not labs:
         log.error("no labs under %s", cfg.solutions)
         return 1
+    # one seed for the sample class AND the exercise-level checks: each lab's reference evidence is then
+    # computed once (it was twice, one run per seed); logged, so `--seed` reproduces a run
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    with_mutants = [lab for lab in labs if find_mutants(cfg, lab)]
+    sampled = set(random.Random(seed).sample(with_mutants, min(SAMPLE_MUTANT_LABS, len(with_mutants))))
+    log.info("make course: grading seed %d; sampled mutants through nbgrader for %s", seed, sorted(sampled))
     samples = cfg.build / "samples"
     if samples.exists():
         shutil.rmtree(samples)  # a deleted mutant must not linger as a sample
@@ -283,7 +356,7 @@ def course(
     for lab in labs:
         rp = cfg.rubric / f"{lab}.yaml"
         rubrics[lab] = load_rubric(rp) if rp.exists() else None
-        picked = sample_mutants(find_mutants(cfg, lab))
+        picked = sample_mutants(find_mutants(cfg, lab)) if lab in sampled else []
         for student, exp in build_samples(cfg, lab, samples, picked).items():
             expectations[(student, lab)] = exp
     out = cfg.build / "grades.csv"
@@ -295,7 +368,7 @@ def course(
         old[~sample].to_csv(out, index=False)
     t_grade = time.monotonic()
     df, mutant_problems = grade_with_mutant_checks(
-        cfg, samples, labs, out=out, unsafe_no_sandbox=unsafe_no_sandbox
+        cfg, samples, labs, out=out, unsafe_no_sandbox=unsafe_no_sandbox, seed=seed
     )
     t_grade = time.monotonic() - t_grade
     t_checks = time.monotonic() - t0

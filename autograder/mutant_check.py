@@ -6,7 +6,9 @@ visible part, then its hidden part - so we learn whether the visible tests alone
 cell's verdict is the grader's: no error in either part AND the trusted judge passes its evidence against the
 reference's (:mod:`autograder.judge`). A mutant is right when
 
-* every auto cell of its own exercise fails, and every other executed auto cell passes;
+* every auto cell of its own exercise fails, and every other executed auto cell passes (a cell mutant runs
+  through the next exercise's tests, a file mutant - a changed module, live from the first cell - through its
+  own);
 * the visible part of some auto cell of its own exercise fails, unless its header says
   ``# hidden-only: <why>``.
 
@@ -21,6 +23,7 @@ only when there is one)::
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import shutil
 import tempfile
@@ -51,9 +54,9 @@ def is_auto_test(cell: nbformat.NotebookNode) -> bool:
     return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
 
 
-def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa: ANN001 - Rubric
-    """Index of the last graded cell of the exercise *after* ``exercise`` (in notebook order), or the last
-    cell."""
+def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str, after: int = 1) -> int:  # noqa: ANN001
+    """Index of the last graded cell of the exercise ``after`` places past ``exercise`` in notebook order
+    (1: the next one; 0: ``exercise`` itself), or the last cell."""
     pos = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
     order = sorted(
         (min(pos[g.grade_id] for g in ex.graded_cells if g.grade_id in pos), ex)
@@ -61,9 +64,9 @@ def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str) -> int:  # noqa
         if any(g.grade_id in pos for g in ex.graded_cells)
     )
     ids = [ex.id for _, ex in order]
-    if exercise not in ids or ids.index(exercise) + 1 >= len(ids):
+    if exercise not in ids or ids.index(exercise) + after >= len(ids):
         return len(nb.cells) - 1
-    nxt = order[ids.index(exercise) + 1][1]
+    nxt = order[ids.index(exercise) + after][1]
     return max(pos[g.grade_id] for g in nxt.graded_cells if g.grade_id in pos)
 
 
@@ -179,7 +182,11 @@ def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0) -> list[str]:
     nb = source_notebook(cfg, m.lab)
     if not m.is_file_mutant:
         nb = replace_cell(nb, m.replaces, m.source)
-    stop = stop_index(nb, rubric, m.exercise)
+    # A changed module is live from the first cell, so every earlier exercise's tests run (and must pass)
+    # as the prefix anyway; the run stops after its own exercise. The next exercise's tests, which a cell
+    # mutant also runs, would cost a file mutant up to a torchrun drill more (the homework's recovery cell:
+    # ~37 s of ~78); the sample class's full nbgrader run of one sampled mutant covers the rest.
+    stop = stop_index(nb, rubric, m.exercise, after=0 if m.is_file_mutant else 1)
     ref_dir = reference_evidence(cfg, m.lab, seed, True)
     with tempfile.TemporaryDirectory(prefix=f"{m.lab}-mutant-") as tmp:
         work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
@@ -241,8 +248,18 @@ def check_lab_mutants(
             ]
             continue
         by_cell.setdefault(pos[m.replaces], []).append(m)
-    last = max([stop_index(nb, rubric, ms[0].exercise) for ms in by_cell.values()] or [len(nb.cells) - 1])
     bar = tqdm(total=len(mutants), desc=f"{lab} mutants", disable=not progress)
+    if not by_cell:  # file mutants only (the homework): no walk; the reference's visible check from its run
+        run = json.loads((reference_evidence(cfg, lab, seed, True) / "run.json").read_text())
+        ref_probs = [f"reference: the visible part of {g} FAILED" for g in run.get("visible_failed", [])]
+        errors = sorted(run.get("errors", {}).items())
+        ref_probs += [f"reference: cell {g} FAILED ({why})" for g, why in errors]
+        if ref_probs:
+            problems[REFERENCE] = ref_probs
+        bar.update(len(mutants))
+        bar.close()
+        return problems
+    last = max(stop_index(nb, rubric, ms[0].exercise) for ms in by_cell.values())
     pending: list[tuple[Mutant, list[dict], Path]] = []
     with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp:
         work, ev, ref = Path(tmp) / "work", Path(tmp) / "evidence", Path(tmp) / "reference"

@@ -26,7 +26,7 @@ def _source_hash(cfg: Any, lab: str, nb: Any) -> str:
 
     import course_dist
 
-    h = hashlib.sha256(nbformat.writes(nb).encode())
+    h = hashlib.sha256(b"run.json v2: visible_failed\0" + nbformat.writes(nb).encode())
     pkg = Path(course_dist.__file__).parent
     for base, p in [(cfg.solutions, p) for p in sorted((cfg.solutions / lab).rglob("*"))] + [
         (pkg.parent, p) for p in sorted(pkg.rglob("*.py"))
@@ -83,7 +83,7 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
                 resources={"metadata": {"path": str(work)}},
             )
             client.create_kernel_manager().extra_env = env
-            client.execute()
+            visible_failed = _execute_split(client, nb)
             errors = {}
             for cell in nb.cells:
                 meta = nbgrader_meta(cell)
@@ -102,9 +102,43 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
                         "seed": seed,
                         "mode": mode,
                         "errors": errors,
+                        "visible_failed": visible_failed,
                         "seconds": round(time.monotonic() - t0, 1),
                     }
                 )
             )
             staged.replace(out)  # atomic: a reader sees no directory or a complete one
     return out
+
+
+def _execute_split(client: Any, nb: Any) -> list[str]:
+    """Execute ``nb`` cell by cell; an auto test cell as two executions, its visible part then its hidden part
+    (the same kernel state as one execution: the hidden part follows the visible one either way). Returns the
+    grade ids whose visible part raised: the reference must pass every visible test on its own, which the
+    exercise-level mutant check reports without walking the notebook again."""
+    import copy
+
+    from autograder.mutant_check import is_auto_test, split_test
+    from autograder.source import grade_id
+
+    visible_failed: list[str] = []
+    with client.setup_kernel():
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            visible, hidden = split_test(cell.source) if is_auto_test(cell) else (cell.source, "")
+            if not hidden.strip():
+                client.execute_cell(cell, i)
+                continue
+            outputs = []
+            for part in (visible, hidden):
+                piece = copy.deepcopy(cell)
+                piece.source = part
+                client.execute_cell(piece, i)
+                failed = any(o.get("output_type") == "error" for o in piece.get("outputs", []))
+                if part is visible and failed:
+                    visible_failed.append(grade_id(cell))
+                outputs += piece.get("outputs", [])
+            cell.outputs = outputs
+            nb.cells[i] = cell  # nbclient stores each executed piece in its notebook: the whole cell back
+    return visible_failed

@@ -215,3 +215,48 @@ def test_rubric_accepts_stretch(tmp_path: Path) -> None:
     p.write_text(text.replace("  - id: allsum\n", "  - id: allsum\n    stretch: maybe\n", 1))
     with pytest.raises(ValueError, match="stretch must be true or false, got 'maybe'"):
         load_rubric(p)
+
+
+def test_reference_run_reports_visible_parts_that_fail_alone() -> None:
+    """The reference run executes a test cell as visible part, then hidden part: a visible part that only
+    passes with its hidden part (or raises outright) is named; the kernel state is that of one execution."""
+    from nbclient import NotebookClient
+
+    from autograder.reference import _execute_split
+
+    meta = {"nbgrader": {"grade": True, "solution": False, "locked": True, "points": 1, "schema_version": 3}}
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("x = 2"),
+        nbformat.v4.new_code_cell(
+            "assert x == 2\n### BEGIN HIDDEN TESTS\ny = x + 1\n### END HIDDEN TESTS",
+            metadata={"nbgrader": {**meta["nbgrader"], "grade_id": "good"}},
+        ),
+        nbformat.v4.new_code_cell(
+            "assert z == 1\n### BEGIN HIDDEN TESTS\nz = 1\n### END HIDDEN TESTS",
+            metadata={"nbgrader": {**meta["nbgrader"], "grade_id": "leans_on_hidden"}},
+        ),
+        nbformat.v4.new_code_cell("assert y == 3 and z == 1"),
+    ]
+    client = NotebookClient(nb, timeout=60, allow_errors=True, kernel_name="python3")
+    assert _execute_split(client, nb) == ["leans_on_hidden"]
+    assert not any(o.get("output_type") == "error" for o in nb.cells[3].outputs), nb.cells[3].outputs
+    assert [o["ename"] for o in nb.cells[2].outputs if o.get("output_type") == "error"] == ["NameError"]
+
+
+def test_course_check_jobs_split_file_mutants_and_run_longest_first() -> None:
+    """make course's exercise-level checks: one walk per lab (most cell mutants first), then one job per file
+    mutant (a fresh kernel each), latest item first; without file mutants one job per lab."""
+    from autograder.course import _check_jobs
+
+    cfg = CourseConfig()
+    labs = cfg.lab_ids()
+    jobs = _check_jobs(cfg, labs, file_mutants=True)
+    file_names = {m.name for lab in labs for m in find_mutants(cfg, lab) if m.is_file_mutant}
+    walks = [lab for lab, names in jobs if names is None or not set(names) & file_names]
+    counts = [sum(not m.is_file_mutant for m in find_mutants(cfg, lab)) for lab in walks]
+    assert counts == sorted(counts, reverse=True), (walks, counts)
+    singles = jobs[len(walks) :]
+    assert all(len(names) == 1 and names[0] in file_names for _, names in singles), singles
+    assert sorted(names[0] for _, names in singles) == sorted(file_names)
+    assert sorted(lab for lab, _ in _check_jobs(cfg, labs, file_mutants=False)) == sorted(labs)

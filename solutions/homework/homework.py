@@ -336,7 +336,9 @@ ev.rule("world 2 dropout: resumed vs uninterrupted",
 #
 # The checks: keep-last and corruption in one process; a world-2 save (each rank's file in the manifest) and a copy
 # with rank 1's file gone (never verified, chosen or loaded); a trainer SIGKILLed right after the first file of the
-# step-16 checkpoint is written (`torch.save` of a dict with a `"step"` key) resumes from step 8, bitwise.
+# step-16 checkpoint is written (`torch.save` of a dict with a `"step"` key) resumes from step 8, bitwise. And lab 04's
+# power-cut rules, on the file operations of one save: every file fsynced before the rename that publishes it,
+# the staging folder fsynced before it and the root after it, `latest` replaced last (`kit.publication_problems`).
 
 # %% nbgrader={"grade": true, "grade_id": "atomic_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
 _root = WORK / "atomic_unit"
@@ -357,6 +359,8 @@ assert two["each_rank_loads_its_own"] == [0, 1], f"load_checkpoint(path, r) must
 assert not two["torn_verifies"], f"a world-2 checkpoint without rank 1's file verifies: {two}"
 assert two["latest_with_torn"] == two["published"], f"latest_checkpoint chose the torn checkpoint: {two}"
 assert not two["torn_loads_for_rank1"], f"load_checkpoint gave rank 1 a checkpoint without its file: {two}"
+_proto = kit.publication_problems(hw, WORK / "atomic_protocol")
+assert not _proto, "the save survives a SIGKILL but not a power cut (lab 04's rules):\n" + "\n".join(_proto)
 crash = WORK / "crash"
 _args = kit.cli(**SGD, epochs=3, ckpt_every=8)
 r = kit.crash_in_save(hw, crash, _args, step=16, nth=2)
@@ -387,6 +391,7 @@ ev.equal(f"keep_last={keep} after {n} saves", sorted(p.name for p in _r2.glob("s
 (_r2 / f"step-{n:08d}" / "manifest.json").unlink()  # the newest loses its commit record
 _l = hw.latest_checkpoint(_r2)
 ev.equal(f"keep_last={keep}: latest without the newest manifest", None if _l is None else _l.name)
+ev.equal(f"publication rules, step {n}, keep_last={keep}", kit.publication_problems(hw, WORK / f"atomic_protocol_{keep}_{n}", step=n, keep_last=keep))
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "recovery_md"}

@@ -2,7 +2,8 @@
 
 ``adapter`` (which package is graded; package mutants), ``procs`` (trainer processes: torchrun, timeouts,
 signals, crash-in-save, slowed rank), ``results`` (what a run left on disk; fingerprints), ``drills``
-(process-group checks of DDP, two-phase saves and the resume choice; numbers recomputed from metrics logs).
+(process-group checks of DDP, two-phase saves and the resume choice; numbers recomputed from metrics logs),
+``publication`` (lab 04's fsync and rename rules on the package's save).
 """
 
 from .adapter import apply_mutant, package, package_name, package_root
@@ -26,6 +27,7 @@ from .procs import (
     stop_tree,
     wait_for_step,
 )
+from .publication import publication_problems
 from .results import (
     bitwise_equal,
     checkpoint_steps,
@@ -54,6 +56,7 @@ __all__ = [
     "package",
     "package_name",
     "package_root",
+    "publication_problems",
     "recovery_parts",
     "resume_choice_check",
     "run_trainer",
