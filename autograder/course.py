@@ -204,6 +204,7 @@ def _mutant_check(
     seed: int = 0,
     file_mutants: bool = True,
     names: list[str] | None = None,
+    collateral: bool = True,
 ) -> dict[str, list[str]]:
     """Mutants of ``lab`` at the exercise level, in a process of their own (own kernel, own environment):
     all of them, or only ``names``.
@@ -224,7 +225,8 @@ def _mutant_check(
         "from autograder.mutants import find_mutants; "
         f"ms = [m for m in find_mutants(cfg, {lab!r}) if ({bool(file_mutants)} or not m.is_file_mutant) "
         f"and ({wanted!r} is None or m.name in {wanted!r})]; "
-        f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}), open({str(out)!r}, 'w'))"
+        f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}, collateral={bool(collateral)}), "
+        f"open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, "COURSE_FAST": "1"}
     count = len(find_mutants(cfg, lab)) if names is None else len(names)
@@ -275,6 +277,8 @@ def grade_with_mutant_checks(
     progress: bool = True,
     file_mutants: bool = True,
     mutant_labs_at_once: int = 2,
+    file_collateral: bool = True,
+    trusted: tuple[str, ...] = (),
 ) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
     """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
 
@@ -283,6 +287,9 @@ def grade_with_mutant_checks(
     (process start, rendezvous, collectives), so more kernels on 2 cores fill those gaps instead of adding
     their whole time to the job's. ``seed`` is the grading seed; the checks use the same one, so the reference
     evidence each lab is judged against is computed once and shared (None: a fresh one, drawn here).
+    ``file_collateral=False`` checks each file mutant on its own item's cells only
+    (:func:`autograder.mutant_check.check_mutant`); ``trusted`` names the reference sample, whose graded run
+    is then also each lab's reference run (:func:`autograder.grade.grade`).
     """
     import secrets
 
@@ -306,6 +313,7 @@ def grade_with_mutant_checks(
                     seed,
                     file_mutants,
                     names,
+                    file_collateral,
                 ),
             )
             for lab, names in jobs
@@ -319,6 +327,7 @@ def grade_with_mutant_checks(
             seed=seed,
             progress=progress,
             unsafe_no_sandbox=unsafe_no_sandbox,
+            trusted=trusted,
         )
         results: dict[str, dict[str, list[str]]] = {lab: {} for lab in labs}
         for lab, f in futs:
@@ -368,7 +377,14 @@ def course(
         old[~sample].to_csv(out, index=False)
     t_grade = time.monotonic()
     df, mutant_problems = grade_with_mutant_checks(
-        cfg, samples, labs, out=out, unsafe_no_sandbox=unsafe_no_sandbox, seed=seed
+        cfg,
+        samples,
+        labs,
+        out=out,
+        unsafe_no_sandbox=unsafe_no_sandbox,
+        seed=seed,
+        file_collateral=False,
+        trusted=("reference",),
     )
     t_grade = time.monotonic() - t_grade
     t_checks = time.monotonic() - t0

@@ -172,8 +172,13 @@ def _problems(m: Mutant, ex, got: dict[str, dict]) -> list[str]:  # noqa: ANN001
     return probs
 
 
-def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0) -> list[str]:
-    """Problems with one mutant in a fresh kernel (file mutants: the module changes before import)."""
+def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0, collateral: bool = True) -> list[str]:
+    """Problems with one mutant in a fresh kernel (file mutants: the module changes before import).
+
+    ``collateral=False`` (a file mutant only; what ``make course`` runs): the other exercises' graded cells
+    before it are skipped - the notebook's test cells depend on its set-up cells only (the homework's do) - so
+    the run proves that the mutant loses its own exercise, not that it costs nothing else; the default also
+    runs them, and they must pass."""
     from autograder.judge import reference_evidence
     from autograder.rubrics import load_rubric
 
@@ -187,27 +192,38 @@ def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0) -> list[str]:
     # mutant also runs, would cost a file mutant up to a torchrun drill more (the homework's recovery cell:
     # ~37 s of ~78); the sample class's full nbgrader run of one sampled mutant covers the rest.
     stop = stop_index(nb, rubric, m.exercise, after=0 if m.is_file_mutant else 1)
-    ref_dir = reference_evidence(cfg, m.lab, seed, True)
     with tempfile.TemporaryDirectory(prefix=f"{m.lab}-mutant-") as tmp:
         work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
         ev.mkdir()
         copy_extras(cfg, m.lab, work, m if m.is_file_mutant else None)
         runner = _Runner(cfg, nb, work, ev, seed)
         results = []
+        others = {c.grade_id for e in rubric.exercises if e.id != m.exercise for c in e.graded_cells}
+        skip = m.is_file_mutant and not collateral
         with runner.client.setup_kernel():
             for i in range(stop + 1):
                 cell = copy.deepcopy(nb.cells[i])
+                if skip and grade_id(cell) in others:
+                    continue
                 if runner.died and is_auto_test(cell):
                     results.append({"gid": grade_id(cell), "visible_failed": True, "failed": True})
                     continue
                 r = runner.run(cell, i)
                 if r:
                     results.append(r)
+        # asked for after the run: under make course the reference submission may still be grading (it is
+        # the reference run then, and holds the cache's lock)
+        ref_dir = reference_evidence(cfg, m.lab, seed, True)
         return _problems(m, ex, _judge(results, ref_dir, ev))
 
 
 def check_lab_mutants(
-    cfg: CourseConfig, lab: str, mutants: list[Mutant] | None = None, progress: bool = False, seed: int = 0
+    cfg: CourseConfig,
+    lab: str,
+    mutants: list[Mutant] | None = None,
+    progress: bool = False,
+    seed: int = 0,
+    collateral: bool = True,
 ) -> dict[str, list[str]]:
     """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its
     exercise, and its visible tests catch it).
@@ -232,7 +248,7 @@ def check_lab_mutants(
     by_cell: dict[int, list[Mutant]] = {}
     for m in [m for m in mutants if m.is_file_mutant]:  # a changed module needs a fresh kernel each
         try:
-            problems[m.name] = check_mutant(cfg, m, seed)
+            problems[m.name] = check_mutant(cfg, m, seed, collateral)
         except KeyError as exc:
             problems[m.name] = [str(exc)]
     for m in [m for m in mutants if not m.is_file_mutant]:

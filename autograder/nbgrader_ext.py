@@ -88,6 +88,27 @@ class JudgeEvidence(NbGraderPreprocessor):
     reference_dir = Unicode(
         "", help="reference evidence directory (autograder.judge.reference_evidence)"
     ).tag(config=True)
+    publish_to = Unicode(
+        "",
+        help="this submission is the course's own reference (make course): publish its evidence here as the "
+        "reference evidence (autograder.reference.publishing holds the lock) when every test cell ran clean",
+    ).tag(config=True)
+
+    def _publish(self, nb, ev_dir: str | None) -> str:  # noqa: ANN001 - a NotebookNode
+        """The reference dir to judge against after publishing this run's evidence ('' if it could not be)."""
+        from autograder.reference import publish
+
+        raised = [
+            c.metadata["nbgrader"]["grade_id"]
+            for c in nb.cells
+            if _is_test_cell(c) and any(o.get("output_type") == "error" for o in c.get("outputs", []))
+        ]
+        if raised or not ev_dir or not Path(ev_dir).is_dir():
+            # not published: every auto cell then "cannot be judged" (the reference row fails, as it must),
+            # and the next caller of reference_evidence runs the reference itself
+            return ""
+        publish(Path(self.publish_to), Path(ev_dir), {"errors": {}, "from": "the reference submission"})
+        return self.publish_to
 
     def preprocess(self, nb, resources):  # noqa: ANN001, ANN201 - nbconvert signature
         import shutil
@@ -96,8 +117,9 @@ class JudgeEvidence(NbGraderPreprocessor):
 
         from autograder.judge import judge_cell, load_evidence
 
-        ref = load_evidence(self.reference_dir) if self.reference_dir else {}
         ev_dir = resources.get("course_evidence_dir")
+        ref_dir = self._publish(nb, ev_dir) if self.publish_to else self.reference_dir
+        ref = load_evidence(ref_dir) if ref_dir else {}
         stu = load_evidence(ev_dir) if ev_dir else {}
         verdicts = {}
         for cell in nb.cells:

@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,49 @@ def _source_hash(cfg: Any, lab: str, nb: Any) -> str:
     return h.hexdigest()[:16]
 
 
+def evidence_path(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
+    """Where the reference evidence of (lab, seed, mode) is cached (it may not exist yet)."""
+    from autograder.release import build_source_notebook
+
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    nb = build_source_notebook(cfg, lab)
+    mode = "fast" if fast else "full"
+    return cfg.build / "grading" / "reference" / lab / f"{seed}-{mode}-{_source_hash(cfg, lab, nb)}"
+
+
+@contextlib.contextmanager
+def publishing(cfg: Any, lab: str, seed: int, fast: bool) -> Iterator[Path | None]:
+    """Hold the cache lock of (lab, seed, mode) while the course's own reference *submission* is graded, so
+    its sandboxed nbgrader run is also the reference run (``make course``: one run of each reference, not
+    two).
+
+    Yields the cache path to publish into with :func:`publish` (None: already cached, nothing to do). Every
+    other caller of :func:`reference_evidence` waits on the lock meanwhile; if nothing was published (the
+    grading failed), the next one runs the reference itself. The lock dies with the process that holds it.
+    """
+    import fcntl
+
+    out = evidence_path(cfg, lab, seed, fast)
+    if (out / "run.json").exists():
+        yield None
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield None if (out / "run.json").exists() else out
+
+
+def publish(out: Path, evidence: Path, run: dict) -> None:
+    """Publish ``evidence`` (a directory of evidence files) as the reference evidence at ``out``, atomically:
+    a reader sees no directory or a complete one."""
+    staged = out.with_name(out.name + ".staging")
+    shutil.rmtree(staged, ignore_errors=True)
+    shutil.copytree(evidence, staged)
+    (staged / "run.json").write_text(json.dumps(run))
+    staged.replace(out)
+
+
 def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
     """Directory of the reference run's evidence for ``lab`` at ``seed`` and mode (computed once, cached).
 
@@ -54,11 +99,9 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
     from autograder.sandbox import SandboxedKernelManager
     from autograder.source import nbgrader_meta
 
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int, got {seed!r}")
+    out = evidence_path(cfg, lab, seed, fast)
     nb = build_source_notebook(cfg, lab)
     mode = "fast" if fast else "full"
-    out = cfg.build / "grading" / "reference" / lab / f"{seed}-{mode}-{_source_hash(cfg, lab, nb)}"
     if (out / "run.json").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -92,22 +135,15 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
                     errors[meta["grade_id"]] = f"{errs[0].get('ename')}: {str(errs[0].get('evalue'))[:200]}"
             if errors:
                 log.error("%s: the reference run raised in graded cells %s", lab, errors)
-            staged = out.with_name(out.name + ".staging")
-            shutil.rmtree(staged, ignore_errors=True)
-            shutil.copytree(ev, staged)
-            (staged / "run.json").write_text(
-                json.dumps(
-                    {
-                        "lab": lab,
-                        "seed": seed,
-                        "mode": mode,
-                        "errors": errors,
-                        "visible_failed": visible_failed,
-                        "seconds": round(time.monotonic() - t0, 1),
-                    }
-                )
-            )
-            staged.replace(out)  # atomic: a reader sees no directory or a complete one
+            run = {
+                "lab": lab,
+                "seed": seed,
+                "mode": mode,
+                "errors": errors,
+                "visible_failed": visible_failed,
+                "seconds": round(time.monotonic() - t0, 1),
+            }
+            publish(out, ev, run)
     return out
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from autograder.config import CourseConfig
 
 log = logging.getLogger("autograder.worker")
+READY_VAR = "COURSE_WORKER_READY"  # a path the --serve worker creates once its imports are done
 
 
 # ---- worker side -------------------------------------------------------------------------------------------
@@ -75,7 +76,23 @@ def exec_seconds(notebook: Path) -> float:
 
 
 def run(spec: dict) -> dict:
-    """Autograde (and feedback) one submission as ``spec`` says; never raises."""
+    """Autograde (and feedback) one submission as ``spec`` says; never raises.
+
+    ``spec["publish_reference"]`` (``make course``'s own reference submission): the reference evidence of
+    this lab and seed is not cached yet, so this sandboxed run is also the reference run - its evidence is
+    published to the cache while the lock holds every other caller back (:func:`autograder.reference.
+    publishing`)."""
+    if spec.get("publish_reference"):
+        from autograder.reference import publishing
+
+        cfg = CourseConfig(**spec["config"])
+        with publishing(cfg, spec["lab"], int(spec.get("seed", 0)), cfg.fast) as pub:
+            if pub is not None:
+                return _run({**spec, "reference_evidence": str(pub)}, publish_to=str(pub))
+    return _run(spec)
+
+
+def _run(spec: dict, publish_to: str = "") -> dict:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.converters import Autograde, GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
@@ -94,6 +111,7 @@ def run(spec: dict) -> dict:
         out["reference_s"] = time.monotonic() - t0
     t0 = time.monotonic()
     c = nbgrader_config(cfg, db_path=db, **_config_kwargs(spec))
+    c.JudgeEvidence.publish_to = publish_to
     c.CourseDirectory.submitted_directory = spec["submitted"]  # absolute: <submissions>/<student>/<lab>/
     with Gradebook(f"sqlite:///{db}") as gb:  # a previous grading of this student must not leak into this one
         try:
@@ -207,9 +225,15 @@ def _die_with_parent() -> None:
 
 def serve(stream=sys.stdin) -> int:  # noqa: ANN001 - a text stream
     """Grade every spec path read from ``stream`` until EOF (the parent closing our stdin)."""
+    t0 = time.monotonic()
     import nbgrader.converters  # noqa: F401 - imported once per worker: this is the start-up we amortize
 
     _die_with_parent()
+    ready = os.environ.get(READY_VAR)
+    if ready:  # the slot waits for this before it hands out work: the start-up is no submission's time
+        tmp = Path(ready + ".tmp")
+        tmp.write_text(f"{time.monotonic() - t0:.3f}\n")
+        tmp.replace(ready)
 
     for line in stream:
         if line.strip():
@@ -243,8 +267,22 @@ class WorkerClient:
         self.env, self.cwd, self.log_path, self.one_shot = env, cwd, log_path, one_shot
         self.proc: subprocess.Popen | None = None
 
-    def _start(self, spec_path: Path) -> subprocess.Popen:
-        args = [spec_path.as_posix()] if self.one_shot else ["--serve"]
+    def start(self, timeout: float = 120.0) -> float:
+        """Start the long-lived worker now and wait for its imports (serve mode): the slot's one-time
+        start-up, paid before its first submission's clock starts (every slot's at once). Returns its
+        seconds; a worker that dies or is not ready in ``timeout`` is left to :meth:`grade`'s restart path."""
+        t0 = time.monotonic()
+        ready = self.env.get(READY_VAR)
+        if self.one_shot or not ready:
+            return 0.0
+        Path(ready).unlink(missing_ok=True)
+        self.proc = self._start(None)
+        while not Path(ready).exists() and self.proc.poll() is None and time.monotonic() - t0 < timeout:
+            time.sleep(0.05)
+        return time.monotonic() - t0
+
+    def _start(self, spec_path: Path | None) -> subprocess.Popen:
+        args = [spec_path.as_posix()] if self.one_shot and spec_path else ["--serve"]
         logf = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.worker", *args],

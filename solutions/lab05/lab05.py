@@ -321,7 +321,9 @@ sizes.insert(slow, sizes.pop())  # the slow rank also holds the most samples: it
 hidden = lab05.run_straggler(sizes, slow_rank=slow, factor=3.0, steps=4, loss_weight=loss_weight)
 ev.equal(f"measured slowest world 3 (slow rank {slow})", {"slow": slow, "named": slowest_rank(hidden["spans"])})
 ev.close(f"grad world 3 sizes {sizes}", hidden["grad"], atol=1e-5)
-ev.rule("recovered fraction of the what-if gain", float(straggler["recovered"]), rule="common.ge", bound=0.2)
+# the recovered fraction is a timing: the table reports it, no grade depends on it (a loaded 2-core box
+# gave the reference -2 %); graded is what the code decided from the measurement
+ev.equal("rebalanced sizes of the measured run fill the batch", sum(straggler["sizes"]))
 ### END HIDDEN TESTS
 
 # %% [markdown]
