@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -279,6 +280,7 @@ def grade_with_mutant_checks(
     mutant_labs_at_once: int = 2,
     file_collateral: bool = True,
     trusted: tuple[str, ...] = (),
+    lanes_after_grading: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
     """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
 
@@ -289,7 +291,8 @@ def grade_with_mutant_checks(
     evidence each lab is judged against is computed once and shared (None: a fresh one, drawn here).
     ``file_collateral=False`` checks each file mutant on its own item's cells only
     (:func:`autograder.mutant_check.check_mutant`); ``trusted`` names the reference sample, whose graded run
-    is then also each lab's reference run (:func:`autograder.grade.grade`).
+    is then also each lab's reference run (:func:`autograder.grade.grade`). ``lanes_after_grading``: check
+    jobs at once once the sample class is graded (default: no change).
     """
     import secrets
 
@@ -301,23 +304,16 @@ def grade_with_mutant_checks(
     def result_file(lab: str, names: list[str] | None) -> Path:
         return checks_dir / (f"{lab}.json" if names is None or len(names) != 1 else f"{lab}.{names[0]}.json")
 
-    with ThreadPoolExecutor(max_workers=mutant_labs_at_once) as pool:
-        futs = [
-            (
-                lab,
-                pool.submit(
-                    _mutant_check,
-                    cfg,
-                    lab,
-                    result_file(lab, names),
-                    seed,
-                    file_mutants,
-                    names,
-                    file_collateral,
-                ),
-            )
-            for lab, names in jobs
-        ]
+    lanes_after = max(mutant_labs_at_once, lanes_after_grading or 0)
+    lanes = threading.Semaphore(mutant_labs_at_once)
+
+    def job(lab: str, names: list[str] | None) -> dict[str, list[str]]:
+        with lanes:
+            out = result_file(lab, names)
+            return _mutant_check(cfg, lab, out, seed, file_mutants, names, file_collateral)
+
+    with ThreadPoolExecutor(max_workers=lanes_after) as pool:
+        futs = [(lab, pool.submit(job, lab, names)) for lab, names in jobs]
         df = grade(
             cfg,
             samples,
@@ -329,6 +325,8 @@ def grade_with_mutant_checks(
             unsafe_no_sandbox=unsafe_no_sandbox,
             trusted=trusted,
         )
+        for _ in range(lanes_after - mutant_labs_at_once):  # the grading slots' cores are free now
+            lanes.release()
         results: dict[str, dict[str, list[str]]] = {lab: {} for lab in labs}
         for lab, f in futs:
             results[lab].update(f.result())
@@ -385,6 +383,9 @@ def course(
         seed=seed,
         file_collateral=False,
         trusted=("reference",),
+        # 3 kernels on 2 cores once the two grading slots are done: the last jobs are the homework's drills,
+        # which wait on processes and signals a good part of their time
+        lanes_after_grading=3,
     )
     t_grade = time.monotonic() - t_grade
     t_checks = time.monotonic() - t0
