@@ -6,11 +6,12 @@ Per lab, and kept cheap as the course grows (one nbgrader run per *sample*, not 
 2. a small sample class through real nbgrader (the path students take): per lab the reference (must earn
    every auto point) and the untouched release (must earn none); for ``SAMPLE_MUTANT_LABS`` labs drawn by the
    seed, ``SAMPLE_MUTANTS`` known-wrong answer (must lose exactly its own exercise), graded by the long-lived
-   workers of :mod:`autograder.grade`;
+   workers of :mod:`autograder.grade`; the reference sample's run is also its lab's reference run (its
+   evidence published to the cache: ``grade(trusted=("reference",))``);
 3. *every* mutant at the exercise level (:mod:`autograder.mutant_check`: one kernel pass per lab, the mutant's
-   cell swapped in, only the cells up to the next exercise re-run; a file mutant in a fresh kernel through its
-   own item), as jobs in background processes, two at a time, while the sample class grades - at the same
-   seed, so each lab's reference evidence is computed once;
+   cell swapped in, only the cells up to the next exercise re-run; a file mutant in a fresh kernel, set-up and
+   its own item only), as jobs in background processes, longest first, two at a time while the sample class
+   grades and three after - at the same seed, so each lab is judged against that one reference run;
 4. optionally (``--execute-references``) each reference notebook in full mode into build/reference/<lab>/;
 5. build/scores.png and a table per lab. Exit status 1 if any expectation fails.
 """
