@@ -177,6 +177,7 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
         timeout=int(cfg.cell_timeout) * (1 if fast else 4),
         allow_errors=True,
         interrupt_on_timeout=True,
+        shutdown_kernel="immediate",  # see nbgrader_ext: a graceful exit waits 2.5 s on a zombie
         kernel_name="python3",
         resources={"metadata": {"path": str(dest)}},
     )

@@ -121,6 +121,7 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
                 timeout=int(cfg.cell_timeout),
                 allow_errors=True,
                 interrupt_on_timeout=True,
+                shutdown_kernel="immediate",  # see nbgrader_ext: a graceful exit waits 2.5 s on a zombie
                 kernel_name="python3",
                 kernel_manager_class=SandboxedKernelManager,
                 resources={"metadata": {"path": str(work)}},

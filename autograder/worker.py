@@ -50,13 +50,23 @@ def _config_kwargs(spec: dict) -> dict:
     return {k: v for k, v in want.items() if k in params and v is not None}
 
 
+_REFERENCE: dict[tuple, str] = {}  # (lab, seed, fast) -> cached evidence dir, for this worker's one run
+
+
 def _reference(cfg: CourseConfig, lab: str, seed: int) -> str | None:
-    """The reference run's evidence for (lab, seed, mode): computed here on first use, then cached on disk."""
+    """The reference run's evidence for (lab, seed, mode): computed here on first use, then cached on disk.
+
+    Remembered in this process too: finding the cache means reading and hashing the source (0.2-0.5 s per
+    submission, measured), and a worker lives for one grading run, whose sources do not change under it."""
+    key = (lab, seed, cfg.fast, str(cfg.build))
+    if key in _REFERENCE:
+        return _REFERENCE[key]
     try:
         from autograder.judge import reference_evidence
     except ImportError:  # a checkout without the judge: nbgrader's in-kernel verdicts only
         return None
-    return str(reference_evidence(cfg, lab, seed, cfg.fast))
+    _REFERENCE[key] = str(reference_evidence(cfg, lab, seed, cfg.fast))
+    return _REFERENCE[key]
 
 
 def exec_seconds(notebook: Path) -> float:
