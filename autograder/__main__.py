@@ -64,7 +64,7 @@ example:
 """
 
 COURSE_HELP = """The main job (make course): release every lab, grade a sample class through real nbgrader
-(per lab: the reference must earn every auto point, the untouched release none; on two labs drawn by the
+(per lab: the reference must earn every auto point, the untouched release none; on one lab drawn by the
 seed a sampled mutant must lose exactly its exercise), check every mutant at the exercise level, and print a
 table per lab.
 
