@@ -50,7 +50,7 @@ def _config_kwargs(spec: dict) -> dict:
     return {k: v for k, v in want.items() if k in params and v is not None}
 
 
-_REFERENCE: dict[tuple, str] = {}  # (lab, seed, fast) -> cached evidence dir, for this worker's one run
+_REFERENCE: dict[tuple, str] = {}  # (lab, seed, fast, build) -> cached evidence dir, for this worker's run
 
 
 def _reference(cfg: CourseConfig, lab: str, seed: int) -> str | None:
