@@ -223,6 +223,9 @@ def _mutant_check(
     spec.write_text(json.dumps({**_config_json(cfg), "fast": True}))
     wanted = None if names is None else sorted(names)
     code = (
+        # dies with its lane (PR_SET_PDEATHSIG): a grader stopped by a lone SIGTERM or SIGKILL leaves no
+        # check running on for nobody (its kernels follow: the sandbox dies with its parent)
+        "from autograder.worker import _die_with_parent; _die_with_parent(); "
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
         f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "
@@ -339,6 +342,7 @@ def grade_with_mutant_checks(
     lanes = [threading.Thread(target=lane, daemon=True) for _ in range(mutant_labs_at_once)]
     for t in lanes:
         t.start()
+    graded = False
     try:
         df = grade(
             cfg,
@@ -351,10 +355,18 @@ def grade_with_mutant_checks(
             unsafe_no_sandbox=unsafe_no_sandbox,
             trusted=trusted,
         )
+        graded = True
     finally:
-        for _ in range(lanes_after - mutant_labs_at_once):  # the grading slots' cores are free now
-            lanes.append(threading.Thread(target=lane, daemon=True))
-            lanes[-1].start()
+        if graded:
+            for _ in range(lanes_after - mutant_labs_at_once):  # the grading slots' cores are free now
+                lanes.append(threading.Thread(target=lane, daemon=True))
+                lanes[-1].start()
+        else:  # Ctrl-C or a grader bug: the lanes finish the job they hold and take no new one
+            while True:
+                try:
+                    queue.get_nowait()
+                except Empty:
+                    break
         for t in lanes:
             t.join()
     results: dict[str, dict[str, list[str]]] = {lab: {} for lab in labs}

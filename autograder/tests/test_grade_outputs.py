@@ -171,3 +171,53 @@ def test_killed_grader_loses_only_in_flight_and_rerun_grades_the_rest(fixlab_cou
     assert kept[cols].reset_index(drop=True).equals(first[cols].reset_index(drop=True)), (first, kept)
     assert json.loads(csv.with_name("grades.run.json").read_text())["seed"] == 3  # the resume kept the seed
     assert len(again) == 3 and isinstance(again, pd.DataFrame)
+
+
+def _described(p: psutil.Process) -> str:
+    """``pid cmdline`` of a process still running, '' for one gone or a zombie."""
+    try:
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return ""
+        return f"{p.pid} {' '.join(p.cmdline()[:4])}"
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return ""
+
+
+def test_lone_sigterm_leaves_no_mutant_check_running(fixlab_course, tmp_path: Path) -> None:  # noqa: ANN001
+    """`kill <pid>` (or `timeout`) reaches the course job alone, not its process group: the exercise-level
+    check it runs in a subprocess of each lane, and that check's kernel, must die with it."""
+    cfg = fixlab_course
+    script = (
+        "import sys; from pathlib import Path; from autograder.config import CourseConfig; "
+        "from autograder.course import _mutant_check; "
+        f"cfg = CourseConfig(root=Path({str(cfg.root)!r}), cell_timeout=45, notebook_timeout=150, "
+        "kernel_env=(('FIXLAB_LAUNCH_TIMEOUT', '25'),)); "
+        f"_mutant_check(cfg, {LAB!r}, Path({str(tmp_path / 'check.json')!r}))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stderr=subprocess.PIPE)
+    seen: dict[int, psutil.Process] = {}
+    try:
+        end = time.monotonic() + 120
+        while time.monotonic() < end:  # until the check has started its kernel (a grandchild or deeper)
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            kids = psutil.Process(proc.pid).children(recursive=True)
+            seen.update({p.pid: p for p in kids})
+            if any("ipykernel" in " ".join(p.cmdline()) for p in kids if p.is_running()):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"the check started no kernel in 120 s: {[p.cmdline()[:3] for p in seen.values()]}")
+        os.kill(proc.pid, signal.SIGTERM)  # the job alone, as `kill` and `timeout` do
+        proc.wait(timeout=30)
+        _, alive = psutil.wait_procs(list(seen.values()), timeout=5)
+        running = [_described(p) for p in alive]  # a zombie is dead: only its parent has not reaped it yet
+        assert not any(running), f"left running after SIGTERM: {[r for r in running if r]}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for p in seen.values():
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
