@@ -27,6 +27,7 @@ import json
 import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -95,24 +96,28 @@ class _Runner:
         env = {**cfg.kernel_environ(), "COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
         self.client.create_kernel_manager().extra_env = env
 
-    def _failed(self, cell: nbformat.NotebookNode) -> bool:
+    def _failed(self, cell: nbformat.NotebookNode) -> str:
+        """Why the executed ``cell`` failed, from its outputs ('' if it did not)."""
         for o in cell.get("outputs", []):
             if o.get("output_type") == "error":
-                return True
+                return _short(f"{o.get('ename', 'error')}: {o.get('evalue', '')}")
             if self.cfg.stderr_fails and o.get("output_type") == "stream" and o.get("name") == "stderr":
-                return True
-        return False
+                return _short(f"wrote to stderr: {o.get('text', '')}")
+        return ""
 
-    def _exec(self, cell: nbformat.NotebookNode, index: int) -> bool:
-        """Execute one cell; True if it raised (a kernel that died is restarted and the prefix replayed)."""
+    def _exec(self, cell: nbformat.NotebookNode, index: int) -> str:
+        """Execute one cell; why it failed, '' if it did not (a kernel that died is restarted and the prefix
+        replayed)."""
         from jupyter_core.utils import run_sync
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+        t0 = time.monotonic()
         try:
             self.client.execute_cell(cell, index)
             return self._failed(cell)
         except CellTimeoutError:
-            return True
+            took = time.monotonic() - t0
+            return f"timed out after {took:.0f} s (cell timeout {self.cfg.cell_timeout:.0f} s)"
         except DeadKernelError:
             log.warning("kernel died in cell %d; restarting and replaying cells [0, %d)", index, index)
             self.died = True
@@ -120,10 +125,11 @@ class _Runner:
             run_sync(self.client.kc.wait_for_ready)(timeout=120)
             for j in range(index):
                 self.run(copy.deepcopy(self.nb.cells[j]), j)
-            return True
+            return "the kernel died"
 
     def run(self, cell: nbformat.NotebookNode, index: int) -> dict | None:
-        """Run a cell; for an auto test cell {gid, visible_failed, failed} (visible and hidden run apart)."""
+        """Run a cell; for an auto test cell {gid, visible_failed, failed, why} (visible and hidden run apart;
+        ``why``: the first failing part's reason)."""
         if not is_auto_test(cell):
             self._exec(cell, index)
             return None
@@ -132,24 +138,40 @@ class _Runner:
         visible, hidden = split_test(cell.source)
         vis = copy.deepcopy(cell)
         vis.source = visible
-        vfail = self._exec(vis, index)
-        hfail = False
+        vwhy = self._exec(vis, index)
+        hwhy = ""
         if hidden.strip():
             hid = copy.deepcopy(cell)
             hid.source = hidden
-            hfail = self._exec(hid, index)
-        return {"gid": gid, "visible_failed": vfail, "failed": vfail or hfail}
+            hwhy = self._exec(hid, index)
+        why = f"visible part: {vwhy}" if vwhy else f"hidden part: {hwhy}" if hwhy else ""
+        return {"gid": gid, "visible_failed": bool(vwhy), "failed": bool(vwhy or hwhy), "why": why}
+
+
+DIED = "not run: the kernel died in an earlier cell (under nbgrader the rest of the notebook scores 0)"
+
+
+def _short(text: str, limit: int = 240) -> str:
+    """One line of at most ``limit`` characters (an assertion message can print whole tensors)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _judge(results: list[dict], ref_dir: Path, stu_dir: Path) -> dict[str, dict]:
-    """gid -> {passed, visible_failed} with the judge's verdict folded in."""
+    """gid -> {passed, visible_failed, why} with the judge's verdict folded in (``why``: the failing part's
+    reason, else the judge's problems)."""
     from autograder.judge import judge_cell, load_evidence
 
     ref, stu = load_evidence(ref_dir), load_evidence(stu_dir)
     out = {}
     for r in results:
         problems = judge_cell(r["gid"], ref.get(r["gid"]), stu.get(r["gid"]))
-        out[r["gid"]] = {"passed": not r["failed"] and not problems, "visible_failed": r["visible_failed"]}
+        why = r.get("why") or ("; ".join(problems) if problems else "")
+        out[r["gid"]] = {
+            "passed": not r["failed"] and not problems,
+            "visible_failed": r["visible_failed"],
+            "why": _short(why),
+        }
     return out
 
 
@@ -160,7 +182,7 @@ def _problems(m: Mutant, ex, got: dict[str, dict]) -> list[str]:  # noqa: ANN001
         if got.get(gid, {}).get("passed", False)
     ]
     probs += [
-        f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id})"
+        f"cell {gid} of another exercise FAILED (the mutant must cost only {ex.id}): {v.get('why', '')}"
         for gid, v in sorted(got.items())
         if gid not in ex.auto_ids and not v["passed"]
     ]
@@ -207,7 +229,9 @@ def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0, collateral: bool =
                 if skip and grade_id(cell) in others:
                     continue
                 if runner.died and is_auto_test(cell):
-                    results.append({"gid": grade_id(cell), "visible_failed": True, "failed": True})
+                    results.append(
+                        {"gid": grade_id(cell), "visible_failed": True, "failed": True, "why": DIED}
+                    )
                     continue
                 r = runner.run(cell, i)
                 if r:
@@ -298,7 +322,12 @@ def check_lab_mutants(
                         if runner.died:  # under nbgrader a dead kernel fails everything after it
                             if is_auto_test(cell):
                                 results.append(
-                                    {"gid": grade_id(cell), "visible_failed": True, "failed": True}
+                                    {
+                                        "gid": grade_id(cell),
+                                        "visible_failed": True,
+                                        "failed": True,
+                                        "why": DIED,
+                                    }
                                 )
                             continue
                         r = runner.run(cell, j)
@@ -326,10 +355,15 @@ def check_lab_mutants(
             problems[m.name] = _problems(m, rubric.exercise(m.exercise), _judge(results, clean, mdir))
             bar.update()
         ref_got = _judge(ref_results, clean, ref)
+        why = {r["gid"]: f" ({r['why']})" if r.get("why") else "" for r in ref_results}
         ref_probs = [
-            f"reference: the visible part of {g} FAILED" for g, v in ref_got.items() if v["visible_failed"]
+            f"reference: the visible part of {g} FAILED{why.get(g, '')}"
+            for g, v in ref_got.items()
+            if v["visible_failed"]
         ]
-        ref_probs += [f"reference: cell {g} FAILED" for g, v in ref_got.items() if not v["passed"]]
+        ref_probs += [
+            f"reference: cell {g} FAILED ({v['why']})" for g, v in ref_got.items() if not v["passed"]
+        ]
         if ref_probs:
             problems[REFERENCE] = ref_probs
     bar.close()

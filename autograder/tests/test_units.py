@@ -153,10 +153,14 @@ def test_mutant_checker_catches_weak_tests_collateral_damage_and_dead_kernels(fi
     # the walk's reference cells after `collateral` run with its poisoned launch: only allsum may suffer
     assert all("allsum_tests" in p for p in res.get("<reference>", [])), res
     assert any("square_tests PASSED" in p for p in res["harmless"]), res
-    assert any("allsum_tests of another exercise FAILED" in p for p in res["collateral"]), res
+    # each failure says why: the part that failed and its exception (here: launch is None now)
+    assert any(
+        "allsum_tests of another exercise FAILED" in p and "TypeError" in p for p in res["collateral"]
+    ), res
     # a mutant that kills the kernel would zero the whole submission under nbgrader: flagged; the kernel was
     # restarted and the mutants after it (square_*) were still checked (above)
     assert any("square_tests of another exercise FAILED" in p for p in res["crash"]), res
+    assert any("square_tests" in p and "the kernel died" in p for p in res["crash"]), res
 
 
 def test_release_names_each_stub(fixlab_course) -> None:  # noqa: ANN001
