@@ -223,9 +223,9 @@ def _mutant_check(
     spec.write_text(json.dumps({**_config_json(cfg), "fast": True}))
     wanted = None if names is None else sorted(names)
     code = (
-        # dies with its lane (PR_SET_PDEATHSIG): a grader stopped by a lone SIGTERM or SIGKILL leaves no
-        # check running on for nobody (its kernels follow: the sandbox dies with its parent)
-        "from autograder.worker import _die_with_parent; _die_with_parent(); "
+        # dies with its lane (autograder.procs.die_with_parent): a lone SIGTERM to the grader, which its
+        # process group does not get, would otherwise leave the check running until its next write
+        "from autograder.procs import die_with_parent; die_with_parent(); "
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
         f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "

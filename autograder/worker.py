@@ -220,25 +220,14 @@ def _one(spec_path: str) -> None:
     _write_result(spec, out)
 
 
-def _die_with_parent() -> None:
-    """SIGKILL this worker when the grader dies (Linux prctl): a killed grader leaves no worker grading on
-    for nobody; its kernel follows (ipykernel polls its parent, the sandbox dies with its parent)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the grader died before the prctl took effect
-        os._exit(1)
-
-
 def serve(stream=sys.stdin) -> int:  # noqa: ANN001 - a text stream
     """Grade every spec path read from ``stream`` until EOF (the parent closing our stdin)."""
     t0 = time.monotonic()
     import nbgrader.converters  # noqa: F401 - imported once per worker: this is the start-up we amortize
 
-    _die_with_parent()
+    from autograder.procs import die_with_parent
+
+    die_with_parent()  # a killed grader leaves no worker grading on for nobody
     ready = os.environ.get(READY_VAR)
     if ready:  # the slot waits for this before it hands out work: the start-up is no submission's time
         tmp = Path(ready + ".tmp")

@@ -47,8 +47,8 @@ def validity(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
         file_mutants=FILE_MUTANTS,
         mutant_labs_at_once=par,
         # no trusted=("reference",) here, unlike make course: the plain reference run stays separate, so the
-        # sandboxed reference row is judged against plain evidence (trusted saved nothing measurable: 1113 s)
-        # once the class is graded its slot's core is free: a second check lane takes the next walk (with one
+        # sandboxed reference row is judged against plain evidence (trusted saved nothing measurable: 1113 s).
+        # Once the class is graded its slot's core is free: a second check lane takes the next walk (with one
         # lane the walks were the suite's critical path, 1063 s and 1253 s of pytest's 1085 s and 1276 s;
         # with two after grading: 1020 s of 1103 s, the rest of the suite finishing beside it, measured)
         lanes_after_grading=2,

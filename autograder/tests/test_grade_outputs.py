@@ -202,11 +202,11 @@ def test_lone_sigterm_leaves_no_mutant_check_running(fixlab_course, tmp_path: Pa
             assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
             kids = psutil.Process(proc.pid).children(recursive=True)
             seen.update({p.pid: p for p in kids})
-            if any("ipykernel" in " ".join(p.cmdline()) for p in kids if p.is_running()):
+            if any("ipykernel" in _described(p) for p in kids):
                 break
             time.sleep(0.2)
         else:
-            pytest.fail(f"the check started no kernel in 120 s: {[p.cmdline()[:3] for p in seen.values()]}")
+            pytest.fail(f"the check started no kernel in 120 s: {[_described(p) for p in seen.values()]}")
         os.kill(proc.pid, signal.SIGTERM)  # the job alone, as `kill` and `timeout` do
         proc.wait(timeout=30)
         _, alive = psutil.wait_procs(list(seen.values()), timeout=5)
