@@ -17,12 +17,10 @@ dead worker by its exit status, and kills the worker's tree on the per-submissio
 
 from __future__ import annotations
 
-import html
 import inspect
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -31,6 +29,7 @@ import traceback
 from pathlib import Path
 
 from autograder.config import CourseConfig
+from autograder.feedback import _pending_manual, annotate_feedback
 
 log = logging.getLogger("autograder.worker")
 READY_VAR = "COURSE_WORKER_READY"  # a path the --serve worker creates once its imports are done
@@ -153,56 +152,6 @@ def _run(spec: dict, publish_to: str = "") -> dict:
             annotate_feedback(html_path, spec.get("titles", {}), _pending_manual(db, lab, student))
         out["feedback_s"] = time.monotonic() - t1
     return out
-
-
-def _pending_manual(db: Path, lab: str, student: str) -> set[str]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{db}") as gb:
-        nb = gb.find_submission_notebook(lab, lab, student)
-        return {g.name for g in nb.grades if g.needs_manual_grade}
-
-
-_TOC_ITEM = re.compile(
-    r'<li><a href="#(?P<gid>[^"]+)">(?P<label>[^<]*)</a> \(Score: (?P<s>[\d.]+) / (?P<m>[\d.]+)\)</li>'
-)
-
-
-def annotate_feedback(path: Path, titles: dict[str, str], pending: set[str]) -> None:
-    """Feedback HTML an instructor can hand out: the table of contents names each cell's exercise, and an
-    unmarked written answer says "pending manual grading" instead of a score of 0."""
-    text = path.read_text(encoding="utf-8")
-
-    def toc(m: re.Match) -> str:
-        gid = m.group("gid")
-        label = f"{m.group('label')} <code>{html.escape(gid)}</code>"
-        if titles.get(gid):
-            label = f"{html.escape(titles[gid])} &mdash; {label}"
-        score = (
-            f"pending manual grading, {float(m.group('m')):g} points"
-            if gid in pending
-            else f"Score: {m.group('s')} / {m.group('m')}"
-        )
-        return f'<li><a href="#{gid}">{label}</a> ({score})</li>'
-
-    text = _TOC_ITEM.sub(toc, text)
-    for gid in pending:  # the cell's own heading: 'Score: 0.0 / 4.0' -> 'pending manual grading (4 points)'
-        text = re.sub(
-            rf'(<a name="{re.escape(gid)}"></a>.*?)Score: [\d.]+ / ([\d.]+)',
-            lambda m: f"{m.group(1)}pending manual grading ({float(m.group(2)):g} points)",
-            text,
-            count=1,
-            flags=re.S,
-        )
-    if pending:
-        text = re.sub(
-            r"(<h4>.*?\(Score: [\d.]+ / [\d.]+)\)</h4>",
-            lambda m: f"{m.group(1)}; {len(pending)} written answer(s) pending manual grading)</h4>",
-            text,
-            count=1,
-            flags=re.S,
-        )
-    path.write_text(text, encoding="utf-8")
 
 
 def _write_result(spec: dict, out: dict) -> None:
