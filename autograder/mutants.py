@@ -1,28 +1,40 @@
 """Known-wrong answers (``autograder/mutants/<lab>/<name>.py``) and the sample submissions built from them.
 
-Header (DESIGN.md)::
+A mutant is a header and one or more edits of the reference (DESIGN.md, "Mutants")::
 
     # mutant: forgot_average
     # exercise: allreduce            (the ONLY rubric exercise whose auto points it must lose)
-    # replaces: allreduce_solution   (grade_id of the answer cell whose source this file replaces)
+    # replaces: allreduce_solution   (grade_id of the answer cell it edits, or a module beside the source,
+    #                                 e.g. fttrainer/sampler.py for the homework's package)
     # why: sums gradients across ranks but never divides by world size
+    #      (further comment lines continue ``why``)
     # hidden-only: <why>             (optional: the visible tests cannot catch it, e.g. a seed-dependent case)
-    <the complete replacement source of that cell>
+    <<<<<<< find
+            p.grad /= dist.get_world_size()
+    =======
+    >>>>>>> replace
+
+The edits apply to the reference's text: the answer cell's source in the source notebook
+(:func:`source_notebook`) or the module's text (``solutions/<lab>/<replaces>``). Each find is whole lines
+that must occur exactly once in that text (an insertion anchors on at least one line); the finds must not
+overlap; all are located in the unedited text and replaced together. Anything else raises ``ValueError``
+naming the mutant file and the block. A fix to a reference cell therefore reaches every mutant of it, and a
+mutant whose anchor the fix removed stops loading instead of testing stale code.
+
+:class:`Mutant` ``.source`` is the complete mutated text (the cell's source, or the whole module, which
+:func:`copy_extras` writes over the module's copy).
 
 Without ``hidden-only`` a mutant must fail the *visible* part of its own exercise's tests (DESIGN.md,
 "Honest visible tests"); :mod:`autograder.mutant_check` checks that.
-
-``check_mutant`` is the fast, exercise-level check used by the test suite: swap the cell into the reference
-(instructor) notebook, execute it in fast mode with nbclient, continue on errors, and record pass/fail of
-every
-graded cell up to the next exercise's tests.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +46,9 @@ from autograder.source import grade_id, nbgrader_meta
 log = logging.getLogger("autograder.mutants")
 HEADER_KEYS = ("mutant", "exercise", "replaces", "why")
 OPTIONAL_KEYS = ("hidden-only",)
+FREE_TEXT_KEYS = ("why", "hidden-only")  # may run on over further comment lines
+FIND, SEP, REPLACE = "<<<<<<< find", "=======", ">>>>>>> replace"
+_KEY_LINE = re.compile(r"^#\s*(" + "|".join(map(re.escape, HEADER_KEYS + OPTIONAL_KEYS)) + r")\s*:(.*)$")
 
 
 @dataclass(frozen=True)
@@ -43,59 +58,178 @@ class Mutant:
     exercise: str
     replaces: str
     why: str
-    source: str
+    source: str  # the complete mutated text: the edits applied to the reference cell or module
     path: Path
     hidden_only: str = ""  # why the visible tests cannot catch it ("" = they must)
 
     @property
     def is_file_mutant(self) -> bool:
         """True when ``replaces`` names a file beside the source (e.g. the homework's
-        ``fttrainer/sampler.py``):
-        the body is then APPENDED to that module (re-binding a function), instead of replacing a cell."""
-        return "/" in self.replaces or self.replaces.endswith(".py")
+        ``fttrainer/sampler.py``): ``source`` is then the whole mutated module, written over its copy."""
+        return is_file_target(self.replaces)
 
 
-def parse_mutant(path: Path, lab: str) -> Mutant:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+@dataclass(frozen=True)
+class Edit:
+    """One find/replace block: whole lines of the reference, and the lines that take their place."""
+
+    find: tuple[str, ...]
+    replace: tuple[str, ...]
+
+
+def is_file_target(replaces: str) -> bool:
+    return "/" in replaces or replaces.endswith(".py")
+
+
+def read_mutant(path: Path) -> tuple[dict[str, str], list[Edit]]:
+    """The header (keys as in :data:`HEADER_KEYS`) and the edit blocks of a mutant file, checked for form
+    only (whether the edits apply depends on the reference: :func:`apply_edits`)."""
+    lines = Path(path).read_text(encoding="utf-8").split("\n")
     header: dict[str, str] = {}
-    body_start = 0
-    for i, line in enumerate(lines):
+    key = None
+    n = 0
+    for n, line in enumerate(lines):
         s = line.strip()
-        key = s[1:].split(":", 1)[0].strip() if s.startswith("#") and ":" in s else None
-        if key in HEADER_KEYS + OPTIONAL_KEYS and key not in header:
-            free_text = key in ("why", "hidden-only")
-            header[key] = (
-                s.split(":", 1)[1].strip() if free_text else s.split(":", 1)[1].split("(", 1)[0].strip()
-            )
-            body_start = i + 1
-        elif header:
+        if not s:
+            continue
+        if not s.startswith("#"):
             break
+        hit = _KEY_LINE.match(s)
+        if hit:
+            key, value = hit.group(1), hit.group(2).strip()
+            if key in header:
+                raise ValueError(f"{path}: header line {n + 1}: a second '# {key}:' line")
+            header[key] = value if key in FREE_TEXT_KEYS else value.split("(", 1)[0].strip()
+        elif key in FREE_TEXT_KEYS:
+            header[key] = f"{header[key]} {s.lstrip('#').strip()}".strip()
+        else:
+            raise ValueError(
+                f"{path}: header line {n + 1} is neither '# <key>: ...' nor a continuation of 'why' or "
+                f"'hidden-only': {line!r}"
+            )
+    else:
+        n = len(lines)
     missing = [k for k in HEADER_KEYS if not header.get(k)]
     if missing:
         raise ValueError(
             f"{path}: mutant header lacks {missing}; expected lines '# mutant: ...', '# exercise: ...', "
             "'# replaces: <grade_id>', '# why: ...' at the top"
         )
-    body = "\n".join(lines[body_start:]).strip("\n")
-    if not body.strip():
-        raise ValueError(f"{path}: no replacement source after the header")
     if "hidden-only" in header and not header["hidden-only"]:
         raise ValueError(f"{path}: '# hidden-only:' needs a reason (why the visible tests cannot catch it)")
+    return header, _read_blocks(path, lines, n)
+
+
+def _read_blocks(path: Path, lines: list[str], start: int) -> list[Edit]:
+    edits: list[Edit] = []
+    state, find, repl = "out", [], []
+    for n in range(start, len(lines)):
+        line = lines[n]
+        if state == "out":
+            if line == FIND:
+                state, find, repl = "find", [], []
+            elif line.strip():
+                raise ValueError(f"{path}: line {n + 1}: expected {FIND!r} or a blank line, got {line!r}")
+        elif state == "find":
+            if line == SEP:
+                state = "replace"
+            elif line in (FIND, REPLACE):
+                raise ValueError(f"{path}: line {n + 1}: {line!r} inside the find of block {len(edits) + 1}")
+            else:
+                find.append(line)
+        elif line == REPLACE:
+            if not find:
+                raise ValueError(
+                    f"{path}: block {len(edits) + 1} has an empty find (an insertion needs an anchor line)"
+                )
+            edits.append(Edit(tuple(find), tuple(repl)))
+            state = "out"
+        elif line in (FIND, SEP):
+            raise ValueError(
+                f"{path}: line {n + 1}: {line!r} inside the replacement of block {len(edits) + 1}"
+            )
+        else:
+            repl.append(line)
+    if state != "out":
+        raise ValueError(f"{path}: block {len(edits) + 1} is not closed by {REPLACE!r}")
+    if not edits:
+        raise ValueError(f"{path}: no edit blocks after the header (expected {FIND!r} ... {REPLACE!r})")
+    return edits
+
+
+def apply_edits(text: str, edits: list[Edit], where: str, target: str = "the reference") -> str:
+    """``text`` with every edit applied. Each find must occur exactly once (whole lines) in the unedited
+    ``text`` and no two may overlap; else ``ValueError`` naming ``where`` (the mutant file) and the block."""
+    lines = text.split("\n")
+    spans: list[tuple[int, int, int]] = []
+    for k, e in enumerate(edits, 1):
+        width = len(e.find)
+        at = [i for i in range(len(lines) - width + 1) if tuple(lines[i : i + width]) == e.find]
+        if len(at) != 1:
+            raise ValueError(
+                f"{where}: block {k}: its find ({width} line(s), first {e.find[0]!r}) occurs {len(at)} times "
+                f"in {target}; it must occur exactly once"
+            )
+        spans.append((at[0], at[0] + width, k))
+    spans.sort()
+    for (_, end, k1), (begin, _, k2) in zip(spans, spans[1:], strict=False):
+        if begin < end:
+            raise ValueError(f"{where}: blocks {k1} and {k2} find overlapping lines of {target}")
+    for begin, end, k in reversed(spans):
+        lines[begin:end] = edits[k - 1].replace
+    return "\n".join(lines)
+
+
+def parse_mutant(path: Path, lab: str, reference: Mapping[str, str]) -> Mutant:
+    """Read a mutant and apply it. ``reference`` maps what a mutant may replace to its text: answer cells'
+    grade ids to their source, and module paths relative to ``solutions/<lab>/`` to theirs
+    (:func:`reference_texts` builds it)."""
+    header, edits = read_mutant(path)
+    target = header["replaces"]
+    if target not in reference:
+        kind = (
+            f"a file beside solutions/{lab}/{lab}.py"
+            if is_file_target(target)
+            else f"an answer cell of {lab}"
+        )
+        raise ValueError(f"{path}: replaces {target!r}, which is not {kind}")
+    source = apply_edits(reference[target], edits, str(path), repr(target))
+    if source == reference[target]:
+        raise ValueError(f"{path}: its edits leave {target!r} unchanged")
     return Mutant(
         lab,
         header["mutant"],
         header["exercise"],
-        header["replaces"],
+        target,
         header["why"],
-        body,
+        source,
         Path(path),
         header.get("hidden-only", ""),
     )
 
 
+def reference_texts(cfg: CourseConfig, lab: str) -> dict[str, str]:
+    """What a mutant of ``lab`` may edit: every answer cell's source by grade id, and every module beside the
+    source by its path relative to ``solutions/<lab>/`` (e.g. ``fttrainer/sampler.py``)."""
+    texts = {
+        gid: c.source
+        for c in source_notebook(cfg, lab).cells
+        if nbgrader_meta(c).get("solution") and (gid := grade_id(c))
+    }
+    root = cfg.solutions / lab
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        if rel != f"{lab}.py" and "__pycache__" not in p.parts:
+            texts[rel] = p.read_text(encoding="utf-8")
+    return texts
+
+
 def find_mutants(cfg: CourseConfig, lab: str) -> list[Mutant]:
     d = cfg.mutants / lab
-    return [parse_mutant(p, lab) for p in sorted(d.glob("*.py"))] if d.is_dir() else []
+    if not d.is_dir():
+        return []
+    ref = reference_texts(cfg, lab)
+    return [parse_mutant(p, lab, ref) for p in sorted(d.glob("*.py"))]
 
 
 def source_notebook(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
@@ -138,7 +272,7 @@ def mutant_submission(cfg: CourseConfig, m: Mutant) -> nbformat.NotebookNode:
 
 def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None) -> None:
     """Files beside the source (a reference package, data) into ``dest``, folders renamed as the rubric's
-    ``submit_as`` says (the way a student submits them); a file mutant is appended to its target."""
+    ``submit_as`` says (the way a student submits them); a file mutant's module is written over its copy."""
     from autograder.rubrics import load_rubric
 
     rubric_file = cfg.rubric / f"{lab}.yaml"
@@ -161,5 +295,4 @@ def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None
         target = dest / (f"{rename.get(head, head)}/{rest}" if rest else m.replaces)
         if not target.is_file():
             raise KeyError(f"mutant {m.name}: {m.replaces} is not a file beside solutions/{lab}/{lab}.py")
-        with open(target, "a", encoding="utf-8") as fh:
-            fh.write(f"\n\n# ---- mutant {m.name} (appended by the grader) ----\n{m.source}\n")
+        target.write_text(m.source, encoding="utf-8")

@@ -88,7 +88,7 @@ def test_mutant_header_parsing(tmp_path: Path) -> None:
     p = tmp_path / "bad.py"
     p.write_text("# mutant: bad\n# exercise: square\ndef f(): pass\n")
     with pytest.raises(ValueError, match=r"lacks \['replaces', 'why'\]"):
-        parse_mutant(p, "fixlab")
+        parse_mutant(p, "fixlab", {})
 
 
 def test_failure_reasons() -> None:

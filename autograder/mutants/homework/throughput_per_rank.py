@@ -1,9 +1,11 @@
 # mutant: throughput_per_rank
 # exercise: scaling
-# replaces: fttrainer/scaling.py (package module: body appended; re-binds run_scaling)
+# replaces: fttrainer/scaling.py
 # why: reports one rank's samples per second (its share of the global batch) as the job's throughput: table
 #      is self-consistent (efficiency and cost follow from it) but world 2 looks half as fast as it is
-
+<<<<<<< find
+def _has_tabulate() -> bool:
+=======
 _run_scaling_whole_job = run_scaling
 
 
@@ -14,3 +16,7 @@ def run_scaling(out_dir, *args, **kwargs):
     df["efficiency"] = df["samples_per_s"] / (df["world"] * base)
     df["cost_per_sample"] = df["world"] / df["samples_per_s"]
     return df
+
+
+def _has_tabulate() -> bool:
+>>>>>>> replace

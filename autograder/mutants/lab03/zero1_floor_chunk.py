@@ -2,38 +2,42 @@
 # exercise: zero1
 # replaces: zero1_solution
 # why: chunk = numel // world: uneven shards lose the tail elements (never updated)
-def shard_range(numel: int, world: int, rank: int) -> tuple[int, int]:
-    """``(start, end)`` of ``rank``'s contiguous shard of a flat vector of ``numel`` elements over ``world``
-    ranks: chunk ``ceil(numel / world)``, clipped to ``numel``. ValueError if ``world > numel``."""
-    ### BEGIN SOLUTION
-    if world > numel:
+<<<<<<< find
+        raise ValueError(f"cannot cut {numel} parameter elements into {world} shards (more shards than elements)")
+    chunk = math.ceil(numel / world)
+    start = min(rank * chunk, numel)
+    return start, min(start + chunk, numel)
+=======
         raise ValueError(f"cannot cut {numel} elements into {world} shards")
     chunk = numel // world
     start = rank * chunk
     return start, start + chunk
-    ### END SOLUTION
-
-
-class ShardedAdamW:
-    """ZeRO-1: AdamW whose state covers only this rank's shard of the flat parameters."""
-
-    def __init__(self, params: list[nn.Parameter], lr: float = 1e-3, weight_decay: float = 0.01) -> None:
-        self.params = list(params)
-        self.world, self.rank = dist.get_world_size(), dist.get_rank()
-        self.numel = sum(p.numel() for p in self.params)
-        self.chunk = math.ceil(self.numel / self.world)
-        ### BEGIN SOLUTION
-        self.start, self.end = shard_range(self.numel, self.world, self.rank)
+>>>>>>> replace
+<<<<<<< find
+        # made once, reused every step (no per-step flatten, pad, clone or copy back): the parameters become
+        # views into `full`, which the all-gather fills; `self.shard`, what AdamW updates in place, is a view
+        # into `padded`, my chunk-sized piece of the all-gather
+        self.full = lab03.flatten([p.detach() for p in self.params], self.chunk * self.world)
+        self.padded = self.full[self.rank * self.chunk:(self.rank + 1) * self.chunk].clone()
+        self.shard = self.padded[:self.end - self.start]  # my slice of the parameters: the optimizer's master
+        self.grad = torch.zeros_like(self.shard)
+        self.optimizer = torch.optim.AdamW([self.shard], lr=lr, weight_decay=weight_decay)
+        lab03.view_params(self.params, self.full)
+=======
         flat = lab03.flatten([p.detach() for p in self.params])
         self.shard = flat[self.start:self.end].clone()  # my slice of the parameters: the optimizer's master
         self.optimizer = torch.optim.AdamW([self.shard], lr=lr, weight_decay=weight_decay)
-        ### END SOLUTION
-
-    @torch.no_grad()
-    def step(self, grad_shard: torch.Tensor | None = None) -> None:
-        """One AdamW step on my shard (gradient: my slice of the averaged ``p.grad``s, or ``grad_shard``),
-        then all-gather the updated shards into every parameter."""
-        ### BEGIN SOLUTION
+>>>>>>> replace
+<<<<<<< find
+        if grad_shard is None:  # copy only my slice of the averaged gradients, not all of them
+            grad_shard = lab03.flat_slice([p.grad for p in self.params], self.start, self.end, out=self.grad)
+        self.shard.grad = grad_shard
+        self.optimizer.step()  # updates self.shard, hence my chunk of `padded`
+        # ONE all-gather of equal chunk-sized pieces for all parameters (one latency; torch's
+        # ZeroRedundancyOptimizer broadcasts parameter by parameter from each owner), straight into the
+        # parameters (views of `full`; its padded tail belongs to none)
+        dist.all_gather_single(self.full, self.padded)
+=======
         if grad_shard is None:
             grad_shard = lab03.flatten([p.grad for p in self.params])[self.start:self.end]
         self.shard.grad = grad_shard.clone()
@@ -43,4 +47,4 @@ class ShardedAdamW:
         full = padded.new_empty(self.chunk * self.world)
         dist.all_gather_single(full, padded)
         lab03.unflatten_into(full, self.params)  # the padded tail is dropped here
-        ### END SOLUTION
+>>>>>>> replace

@@ -2,14 +2,13 @@
 
 :func:`package` imports ``$HW_PACKAGE`` (default ``homework``, the student's; the grader submits the reference
 ``fttrainer`` as ``homework/`` too) with ``$HW_PACKAGE_DIR`` first on ``sys.path``. :func:`apply_mutant`
-makes a copy of the reference package with a mutant's body appended to one module (DESIGN.md, "Homework").
+makes a copy of the reference package with a mutant's edits applied to one module (DESIGN.md, "Mutants").
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -44,22 +43,24 @@ def package_root(pkg: ModuleType) -> Path:
 
 
 def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
-    """Copy the reference package folder ``reference`` into ``dest`` and append the mutant's body to the
-    module named by its header (``# replaces: fttrainer/<module>.py ...``). Returns the copied package folder.
+    """Copy the reference package folder ``reference`` into ``dest`` and apply the mutant's find/replace
+    edits to the module its header names (``# replaces: fttrainer/<module>.py``), written over the copy.
+    Returns the copied package folder.
 
-    Appending re-binds the replaced name at module level after the original definition, so every caller - in
-    that
-    module or importing it - gets the mutant."""
-    text = Path(mutant).read_text()
-    m = re.search(r"^#\s*replaces:\s*([\w./-]+\.py)", text, re.M)
-    if not m:
-        raise ValueError(f"{mutant}: header has no '# replaces: <package>/<module>.py' line")
-    rel = Path(m.group(1))
+    The edit format is the grader's (:mod:`autograder.mutants`): this runs where the grader runs (tests, an
+    instructor's checkout), never inside a student's kernel."""
+    from autograder.mutants import apply_edits, read_mutant
+
+    header, edits = read_mutant(Path(mutant))
+    rel = Path(header["replaces"])
+    if rel.suffix != ".py":
+        raise ValueError(f"{mutant}: replaces {header['replaces']!r}, not a '<package>/<module>.py'")
     ref = Path(reference)
+    source = ref.parent / rel
+    if not source.is_file():
+        raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
     target = Path(dest) / ref.name
     shutil.copytree(ref, target, ignore=shutil.ignore_patterns("__pycache__"))
-    module = Path(dest) / rel
-    if not module.exists():
-        raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
-    module.write_text(module.read_text() + "\n\n# ---- mutant " + Path(mutant).stem + " ----\n" + text)
+    text = apply_edits(source.read_text(encoding="utf-8"), edits, str(mutant), str(rel))
+    (Path(dest) / rel).write_text(text, encoding="utf-8")
     return target
