@@ -15,7 +15,14 @@
 * outputs beyond ``output_bytes`` are dropped with one note per cell (error outputs are always kept, their
   tracebacks bounded), so 100 MB of prints cannot make a 100 MB notebook or feedback page.
 
-It leaves ``resources["course_evidence_dir"]`` (read by ``JudgeEvidence``) and
+* evidence is frozen per cell: the moment a test cell replies, its evidence file moves from the directory
+  the kernel can write to one it cannot see, and anything else left there is deleted - a later cell cannot
+  rewrite, add or plant evidence for any test cell;
+* a kernel that dies (or is killed as unresponsive) ends the run, not the grade: the cells that already ran
+  keep their outputs and frozen evidence, every graded cell from the dead one on gets an error output saying
+  the kernel died where.
+
+It leaves ``resources["course_evidence_dir"]`` (the frozen evidence, read by ``JudgeEvidence``) and
 ``resources["course_sandbox"] = {"leftovers_killed", "wall_expired", "output_dropped_bytes"}``.
 """
 
@@ -23,15 +30,18 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Dict, Integer, Unicode
 
 from autograder.sandbox import SandboxedKernelManager, SandboxSpec
+from autograder.verdict import is_auto_test
 
 log = logging.getLogger("autograder.execute")
 MAX_TRACEBACK_CHARS = 20_000
@@ -67,6 +77,9 @@ class SandboxedExecute(Execute):
         self._used = 0
         self._dropped = 0
         self._noted: set[int] = set()
+        self._evidence: Path | None = None  # the kernel writes here (inside the sandbox)
+        self._frozen: Path | None = None  # test cells' evidence, moved here as each replies (outside it)
+        self._index = -1  # the cell being executed
 
     # ---- kernel -----------------------------------------------------------------------------------------
     def create_kernel_manager(self):  # noqa: ANN201 - nbclient signature
@@ -83,13 +96,15 @@ class SandboxedExecute(Execute):
         if self.scratch_root:
             Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
         base = Path(tempfile.mkdtemp(prefix="course-run-", dir=self.scratch_root or None))
-        work, evidence = base / "work", base / "evidence"
+        work, evidence, frozen = base / "work", base / "evidence", base / "frozen"
         # symlinks=True: a student's symlink is copied as a link, never followed by the grader. No notebook:
         # the one being graded has its hidden tests restored (nbgrader's OverwriteCells) by now.
         shutil.copytree(
             src, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb")
         )
         evidence.mkdir()
+        frozen.mkdir()
+        self._evidence, self._frozen = evidence, frozen
         self._env = {**self.kernel_env, "COURSE_EVIDENCE_DIR": str(evidence)}
         if self.sandbox_json:
             spec = json.loads(self.sandbox_json)
@@ -101,11 +116,15 @@ class SandboxedExecute(Execute):
             self._spec = None
             log.warning("grading WITHOUT a sandbox: the submission can read and write the grader's files")
         self._used, self._dropped, self._noted = 0, 0, set()
-        resources["course_evidence_dir"] = str(evidence)
+        resources["course_evidence_dir"] = str(frozen)
         resources["course_scratch"] = str(base)
         meta["path"] = str(work)
+        self._index = -1
         try:
             return super().preprocess(nb, resources, km=km)
+        except DeadKernelError as exc:
+            self._mark_not_run(nb, str(exc))
+            return nb, resources
         finally:
             meta["path"] = src
             killed = self._km.close() if self._km is not None else 0
@@ -118,12 +137,60 @@ class SandboxedExecute(Execute):
             self._km = None
             shutil.rmtree(work, ignore_errors=True)
 
+    # ---- evidence frozen per cell, a dead kernel ends the run --------------------------------------------
+    def preprocess_cell(self, cell, resources, index):  # noqa: ANN001, ANN201 - nbconvert signature
+        self._index = index
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id") if is_auto_test(cell) else None
+        self._clear_evidence()  # nothing planted before this cell counts
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        finally:
+            if gid:
+                self._freeze(gid)
+            self._clear_evidence()
+
+    def _freeze(self, gid: str) -> None:
+        """Move this test cell's evidence out of the kernel's reach (a rename: the file as it was at the
+        reply, never re-read from where the kernel could still write)."""
+        src = self._evidence / f"{gid}.pt"
+        if os.path.lexists(src):
+            os.replace(src, self._frozen / f"{gid}.pt")
+
+    def _clear_evidence(self) -> None:
+        for entry in os.scandir(self._evidence):
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+    def _mark_not_run(self, nb, why: str) -> None:  # noqa: ANN001 - a NotebookNode
+        """The kernel died in cell ``self._index``: that graded cell and every later one get an error output
+        (so each scores 0 with the reason); the cells before keep their outputs and frozen evidence."""
+        from nbformat.v4 import new_output
+
+        died = max(self._index, 0)
+        cell = nb.cells[died] if died < len(nb.cells) else None
+        where = f"cell {died}" + (
+            f" ({cell.metadata.get('nbgrader', {}).get('grade_id')})"
+            if cell and cell.metadata.get("nbgrader", {}).get("grade_id")
+            else ""
+        )
+        log.warning("kernel died in %s: %s", where, why)
+        cause = " ".join(why.split())[:200] or "no reason given"
+        for i, c in enumerate(nb.cells[died:], start=died):
+            if c.cell_type != "code" or not c.metadata.get("nbgrader", {}).get("grade"):
+                continue
+            # the cause first: the CSV's reason keeps ~110 characters of it
+            text = f"the kernel died in {where}: {cause}" + ("" if i == died else "; this cell did not run")
+            c.outputs.append(
+                new_output("error", ename="KernelDied", evalue=text, traceback=[f"KernelDied: {text}"])
+            )
+
     # ---- timeouts ---------------------------------------------------------------------------------------
     async def _async_handle_timeout(self, timeout, cell=None):  # noqa: ANN001, ANN201 - nbclient signature
         reply = await super()._async_handle_timeout(timeout, cell)  # interrupts; nbgrader's error reply
         if not await self._answers(self.recover_s):
-            from nbclient.exceptions import DeadKernelError
-
             log.error("kernel became unresponsive after the per-cell timeout (%ss): killed", timeout)
             await self._async_shutdown_kernel_now()
             raise DeadKernelError(

@@ -18,10 +18,12 @@ Evidence files are read with ``torch.load(weights_only=True)``: tensors and plai
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import math
 import os
 import re
+import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -263,5 +265,12 @@ def judge_all(
     return {gid: judge_cell(gid, ref.get(gid), stu.get(gid)) for gid in grade_ids}
 
 
-# The oracle lives in its own file (one concept per file); importable from here, as DESIGN.md says.
-from autograder.reference import reference_evidence  # noqa: E402, F401
+# ---- storing ---------------------------------------------------------------------------------------------
+def publish(out: Path, evidence: Path, run: dict) -> None:
+    """Publish ``evidence`` (a directory of evidence files) as the reference evidence at ``out``, atomically:
+    a reader sees no directory or a complete one."""
+    staged = out.with_name(out.name + ".staging")
+    shutil.rmtree(staged, ignore_errors=True)
+    shutil.copytree(evidence, staged)
+    (staged / "run.json").write_text(json.dumps(run))
+    staged.replace(out)

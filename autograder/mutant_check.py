@@ -34,25 +34,11 @@ import nbformat
 
 from autograder.config import CourseConfig
 from autograder.mutants import Mutant, copy_extras, find_mutants, replace_cell, source_notebook
-from autograder.source import grade_id, nbgrader_meta
+from autograder.source import grade_id
+from autograder.verdict import cell_failure, cell_verdict, is_auto_test, split_test
 
 log = logging.getLogger("autograder.mutants")
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 REFERENCE = "<reference>"
-
-
-def split_test(source: str) -> tuple[str, str]:
-    """(visible part, hidden part) of a test cell's source; the hidden part starts at its BEGIN marker."""
-    lines = source.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() == HIDDEN_BEGIN:
-            return "\n".join(lines[:i]), "\n".join(lines[i:])
-    return source, ""
-
-
-def is_auto_test(cell: nbformat.NotebookNode) -> bool:
-    meta = nbgrader_meta(cell)
-    return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
 
 
 def stop_index(nb: nbformat.NotebookNode, rubric, exercise: str, after: int = 1) -> int:  # noqa: ANN001
@@ -96,15 +82,6 @@ class _Runner:
         env = {**cfg.kernel_environ(), "COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
         self.client.create_kernel_manager().extra_env = env
 
-    def _failed(self, cell: nbformat.NotebookNode) -> str:
-        """Why the executed ``cell`` failed, from its outputs ('' if it did not)."""
-        for o in cell.get("outputs", []):
-            if o.get("output_type") == "error":
-                return _short(f"{o.get('ename', 'error')}: {o.get('evalue', '')}")
-            if self.cfg.stderr_fails and o.get("output_type") == "stream" and o.get("name") == "stderr":
-                return _short(f"wrote to stderr: {o.get('text', '')}")
-        return ""
-
     def _exec(self, cell: nbformat.NotebookNode, index: int) -> str:
         """Execute one cell; why it failed, '' if it did not (a kernel that died is restarted and the prefix
         replayed)."""
@@ -114,7 +91,7 @@ class _Runner:
         t0 = time.monotonic()
         try:
             self.client.execute_cell(cell, index)
-            return self._failed(cell)
+            return cell_failure(cell, self.cfg.stderr_fails)
         except CellTimeoutError:
             took = time.monotonic() - t0
             return f"timed out after {took:.0f} s (cell timeout {self.cfg.cell_timeout:.0f} s)"
@@ -151,27 +128,15 @@ class _Runner:
 DIED = "not run: the kernel died in an earlier cell (under nbgrader the rest of the notebook scores 0)"
 
 
-def _short(text: str, limit: int = 240) -> str:
-    """One line of at most ``limit`` characters (an assertion message can print whole tensors)."""
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _judge(results: list[dict], ref_dir: Path, stu_dir: Path) -> dict[str, dict]:
-    """gid -> {passed, visible_failed, why} with the judge's verdict folded in (``why``: the failing part's
-    reason, else the judge's problems)."""
-    from autograder.judge import judge_cell, load_evidence
+    """gid -> {passed, visible_failed, why}: each cell's :func:`autograder.verdict.cell_verdict`."""
+    from autograder.judge import load_evidence
 
     ref, stu = load_evidence(ref_dir), load_evidence(stu_dir)
     out = {}
     for r in results:
-        problems = judge_cell(r["gid"], ref.get(r["gid"]), stu.get(r["gid"]))
-        why = r.get("why") or ("; ".join(problems) if problems else "")
-        out[r["gid"]] = {
-            "passed": not r["failed"] and not problems,
-            "visible_failed": r["visible_failed"],
-            "why": _short(why),
-        }
+        v = cell_verdict(r["gid"], r.get("why", ""), ref.get(r["gid"]), stu.get(r["gid"]))
+        out[r["gid"]] = {"passed": v.passed, "visible_failed": r["visible_failed"], "why": v.why}
     return out
 
 
@@ -202,7 +167,7 @@ def check_mutant(cfg: CourseConfig, m: Mutant, seed: int = 0, collateral: bool =
     before it are skipped - the notebook's test cells depend on its set-up cells only (the homework's do) - so
     the run proves that the mutant loses its own exercise, not that it costs nothing else; the default also
     runs them, and they must pass."""
-    from autograder.judge import reference_evidence
+    from autograder.reference import reference_evidence
     from autograder.rubrics import load_rubric
 
     rubric = load_rubric(cfg.rubric / f"{m.lab}.yaml")
@@ -261,7 +226,7 @@ def check_lab_mutants(
     """
     from tqdm.auto import tqdm
 
-    from autograder.judge import reference_evidence
+    from autograder.reference import reference_evidence
     from autograder.rubrics import load_rubric
 
     cfg = cfg.with_(fast=True)

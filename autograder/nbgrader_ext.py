@@ -5,7 +5,7 @@ text, the execution limits, restoring deleted test cells (``OverwriteCells.add_m
 grading contract of DESIGN.md (issue 9)::
 
     nbgrader_config(cfg, db_path=..., sandbox=SandboxSpec(...) | None, evidence_dir=<scratch root>,
-                    reference_evidence=<dir from autograder.judge.reference_evidence>, seed=<int>,
+                    reference_evidence=<dir from autograder.reference.reference_evidence>, seed=<int>,
                     show_hidden_source=False) -> traitlets Config
 
 * Autograde executes with :class:`autograder.execute.SandboxedExecute` (the kernel in bubblewrap when
@@ -29,6 +29,7 @@ from traitlets import Bool, Dict, Unicode
 from traitlets.config import Config
 
 from autograder.config import CourseConfig
+from autograder.verdict import HIDDEN_BEGIN, HIDDEN_END, cell_verdict, is_auto_test
 
 STUB_TOKEN = "@@COURSE_TASK@@"
 STDERR_ANY = r"(?s)^"  # matches every stderr text
@@ -67,41 +68,37 @@ class NameStubs(NbGraderPreprocessor):
         return cell, resources
 
 
-HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-
-
-def _is_test_cell(cell) -> bool:  # noqa: ANN001 - a notebook cell
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
 LAST_SANDBOX: dict = {}  # the last JudgeEvidence run's resources["course_sandbox"] in this process
 
 
 class JudgeEvidence(NbGraderPreprocessor):
-    """Decide every auto-graded test cell from evidence: the trusted judge's verdict goes into its outputs.
+    """Decide every auto-graded test cell by :func:`autograder.verdict.cell_verdict`; the judge's verdict goes
+    into its outputs.
 
     Runs in the worker (outside the sandbox) after execution, once the kernel and everything it started are
-    dead, so nothing the student's code left behind can touch the verdict.
+    dead, on the evidence :class:`autograder.execute.SandboxedExecute` froze as each cell replied.
     """
 
     reference_dir = Unicode(
-        "", help="reference evidence directory (autograder.judge.reference_evidence)"
+        "", help="reference evidence directory (autograder.reference.reference_evidence)"
     ).tag(config=True)
     publish_to = Unicode(
         "",
         help="this submission is the course's own reference (make course): publish its evidence here as the "
         "reference evidence (autograder.reference.publishing holds the lock) when every test cell ran clean",
     ).tag(config=True)
+    withheld = Dict(
+        {}, help="grade_id of a test cell -> why its points are withheld for review (autograder.tamper)"
+    ).tag(config=True)
 
     def _publish(self, nb, ev_dir: str | None) -> str:  # noqa: ANN001 - a NotebookNode
         """The reference dir to judge against after publishing this run's evidence ('' if it could not be)."""
-        from autograder.reference import publish
+        from autograder.judge import publish
 
         raised = [
             c.metadata["nbgrader"]["grade_id"]
             for c in nb.cells
-            if _is_test_cell(c) and any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            if is_auto_test(c) and any(o.get("output_type") == "error" for o in c.get("outputs", []))
         ]
         if raised or not ev_dir or not Path(ev_dir).is_dir():
             # not published: every auto cell then "cannot be judged" (the reference row fails, as it must),
@@ -115,19 +112,20 @@ class JudgeEvidence(NbGraderPreprocessor):
 
         from nbformat.v4 import new_output
 
-        from autograder.judge import judge_cell, load_evidence
+        from autograder.judge import load_evidence
 
         ev_dir = resources.get("course_evidence_dir")
         ref_dir = self._publish(nb, ev_dir) if self.publish_to else self.reference_dir
         ref = load_evidence(ref_dir) if ref_dir else {}
         stu = load_evidence(ev_dir) if ev_dir else {}
-        verdicts = {}
         for cell in nb.cells:
-            if not _is_test_cell(cell):
+            if not is_auto_test(cell):
                 continue
             gid = cell.metadata["nbgrader"]["grade_id"]
-            problems = judge_cell(gid, ref.get(gid), stu.get(gid))
-            verdicts[gid] = problems
+            # the cell's own error is already an output nbgrader scores; the judge adds its problems
+            problems = list(cell_verdict(gid, "", ref.get(gid), stu.get(gid)).problems)
+            if gid in self.withheld:
+                problems.insert(0, f"points withheld for review: {self.withheld[gid]}")
             # nbgrader scores a cell by its first decisive output, and an execute_result means partial credit
             # (a student's displayhook call before an error would earn full points). Verdicts are binary
             # here: results become plain displays, so any error output anywhere scores the cell 0.
@@ -148,7 +146,6 @@ class JudgeEvidence(NbGraderPreprocessor):
             else:
                 n = len(ref[gid])
                 cell.outputs.append(new_output("stream", name="stdout", text=f"judge: {n} checks passed\n"))
-        resources["course_judge"] = verdicts
         # what the sandbox had to do, for the worker's result (the converter runs in the worker's process)
         LAST_SANDBOX.clear()
         LAST_SANDBOX.update(resources.get("course_sandbox") or {})
@@ -167,7 +164,7 @@ class HideHiddenTests(NbGraderPreprocessor):
     enabled = Bool(True).tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):  # noqa: ANN001, ANN201 - nbconvert signature
-        if not _is_test_cell(cell) or HIDDEN_BEGIN not in cell.source:
+        if not is_auto_test(cell) or HIDDEN_BEGIN not in cell.source:
             return cell, resources
         lines, keep, hidden = cell.source.splitlines(), [], False
         for line in lines:

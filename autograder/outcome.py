@@ -19,7 +19,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 class Outcome:
     student: str
     lab: str
-    status: str  # ok | error | timeout | missing
+    status: str  # ok | needs_review (tamper scan: points withheld) | error | timeout | missing
     reason: str = ""
     cells: dict[str, dict] = field(default_factory=dict)  # grade_id -> {score, max_score, kind, needs_manual}
     seconds: float = 0.0
@@ -183,6 +183,15 @@ def outcome_from_result(
             )
     elif result:
         messages["nbgrader"] = (result.get("log", "") + "\n" + result.get("error", ""))[-FULL:]
+    if result and result.get("notes"):  # what the rebuild left out or found by position: grading.json only
+        messages["grader_notes"] = "\n".join(result["notes"])
+    if result and result.get("review") and status == "ok":
+        # the tamper scan withheld points: the instructor reads the line and clears or confirms it
+        status = "needs_review"
+        messages["review"] = "\n".join(result["review"])
+        reason = SEP.join(
+            [f"needs review: {shorten(result['review'][0], 2 * SHORT)}", *filter(None, [reason])]
+        )
     # (the sandbox's own kill count stays out of the reason: whether a sleeper outlives the kernel's pid
     # namespace is a race, and rows must be the same on every run)
     box = (result or {}).get("sandbox") or {}

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from autograder.judge import publish
 
 log = logging.getLogger("autograder.judge")
 
@@ -71,16 +71,6 @@ def publishing(cfg: Any, lab: str, seed: int, fast: bool) -> Iterator[Path | Non
         yield None if (out / "run.json").exists() else out
 
 
-def publish(out: Path, evidence: Path, run: dict) -> None:
-    """Publish ``evidence`` (a directory of evidence files) as the reference evidence at ``out``, atomically:
-    a reader sees no directory or a complete one."""
-    staged = out.with_name(out.name + ".staging")
-    shutil.rmtree(staged, ignore_errors=True)
-    shutil.copytree(evidence, staged)
-    (staged / "run.json").write_text(json.dumps(run))
-    staged.replace(out)
-
-
 def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
     """Directory of the reference run's evidence for ``lab`` at ``seed`` and mode (computed once, cached).
 
@@ -98,6 +88,7 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
     from autograder.release import build_source_notebook
     from autograder.sandbox import SandboxedKernelManager
     from autograder.source import nbgrader_meta
+    from autograder.verdict import cell_failure, is_auto_test
 
     out = evidence_path(cfg, lab, seed, fast)
     nb = build_source_notebook(cfg, lab)
@@ -130,10 +121,9 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
             visible_failed = _execute_split(client, nb)
             errors = {}
             for cell in nb.cells:
-                meta = nbgrader_meta(cell)
-                errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-                if meta.get("grade") and cell.cell_type == "code" and errs:
-                    errors[meta["grade_id"]] = f"{errs[0].get('ename')}: {str(errs[0].get('evalue'))[:200]}"
+                why = cell_failure(cell) if is_auto_test(cell) else ""
+                if why:
+                    errors[nbgrader_meta(cell)["grade_id"]] = why
             if errors:
                 log.error("%s: the reference run raised in graded cells %s", lab, errors)
             run = {
@@ -155,8 +145,8 @@ def _execute_split(client: Any, nb: Any) -> list[str]:
     exercise-level mutant check reports without walking the notebook again."""
     import copy
 
-    from autograder.mutant_check import is_auto_test, split_test
     from autograder.source import grade_id
+    from autograder.verdict import is_auto_test, split_test
 
     visible_failed: list[str] = []
     with client.setup_kernel():

@@ -1,4 +1,4 @@
-"""The student's kernel in a bubblewrap sandbox (DESIGN.md, grading contract; measured.md "Sandboxing").
+"""The student's kernel in a bubblewrap sandbox (DESIGN.md, grading contract).
 
 Public interface (stable; grade.py / worker.py / nbgrader_ext.py build on it)::
 

@@ -77,6 +77,43 @@ def _lab_problem(student: str, ldir: Path, lab: str) -> str:
     return f"found {', '.join(repr(n) for n in nbs)} in {student}/{lab}/, {expected} (rename it and regrade)"
 
 
+# A problem that starts so: a folder the grader will not copy (grade_one makes it an error row, regraded on
+# a rerun). MAX_ENTRIES: a student's giant tree is refused, not walked for minutes.
+REFUSED = "refused: "
+MAX_ENTRIES = 20_000
+
+
+def not_plain(ldir: Path, student: str) -> str:
+    """Why a lab folder is not plain files ('' when it is): a symlink anywhere (the notebook included), a hard
+    link to a file outside it, a device, fifo or socket. The grader copies the folder; a link would bring in
+    whatever it points at (a classmate's notebook, reference material) and a fifo could block the copy."""
+    import os
+    import stat
+
+    todo, seen = [ldir], 0
+    while todo:
+        d = todo.pop()
+        rel_d = d.relative_to(ldir.parent.parent)
+        if d.is_symlink():
+            return f"{REFUSED}{rel_d} is a symbolic link (to {os.readlink(d)}): submit plain files"
+        with os.scandir(d) as it:
+            for e in it:
+                seen += 1
+                if seen > MAX_ENTRIES:
+                    return f"{REFUSED}{student}/{ldir.name}/ holds more than {MAX_ENTRIES} files"
+                rel = f"{rel_d}/{e.name}"
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    return f"{REFUSED}{rel} is a symbolic link (to {os.readlink(e.path)}): submit plain files"
+                if stat.S_ISDIR(st.st_mode):
+                    todo.append(Path(e.path))
+                elif not stat.S_ISREG(st.st_mode):
+                    return f"{REFUSED}{rel} is not a regular file (a device, fifo or socket)"
+                elif st.st_nlink > 1:
+                    return f"{REFUSED}{rel} is a hard link ({st.st_nlink} names): submit a copy"
+    return ""
+
+
 def student_submissions(sdir: Path, labs: list[str], known: set[str]) -> list[Submission]:
     """The submissions of one student folder (never empty: a folder with nothing gradable gives one row)."""
     student = sdir.name
@@ -86,9 +123,8 @@ def student_submissions(sdir: Path, labs: list[str], known: set[str]) -> list[Su
         ldir = folders.get(lab)
         if ldir is not None:
             nb = ldir / f"{lab}.ipynb"
-            subs.append(
-                Submission(student, lab, nb, "" if nb.is_file() else _lab_problem(student, ldir, lab))
-            )
+            problem = not_plain(ldir, student) or ("" if nb.is_file() else _lab_problem(student, ldir, lab))
+            subs.append(Submission(student, lab, nb, problem))
             continue
         stray = sorted(sdir.glob(f"{lab}*.ipynb")) + sorted(sdir.glob(f"*/{lab}*.ipynb"))
         if stray:  # the notebook is there, at the wrong level or in a wrongly named folder

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from autograder.config import CourseConfig
 from autograder.feedback import _pending_manual, annotate_feedback
+from autograder.rebuild import Unusable, stage_submission
 
 log = logging.getLogger("autograder.worker")
 READY_VAR = "COURSE_WORKER_READY"  # a path the --serve worker creates once its imports are done
@@ -60,10 +61,8 @@ def _reference(cfg: CourseConfig, lab: str, seed: int) -> str | None:
     key = (lab, seed, cfg.fast, str(cfg.build))
     if key in _REFERENCE:
         return _REFERENCE[key]
-    try:
-        from autograder.judge import reference_evidence
-    except ImportError:  # a checkout without the judge: nbgrader's in-kernel verdicts only
-        return None
+    from autograder.reference import reference_evidence
+
     _REFERENCE[key] = str(reference_evidence(cfg, lab, seed, cfg.fast))
     return _REFERENCE[key]
 
@@ -119,9 +118,20 @@ def _run(spec: dict, publish_to: str = "") -> dict:
         spec = {**spec, "reference_evidence": _reference(cfg, lab, int(spec.get("seed", 0)))}
         out["reference_s"] = time.monotonic() - t0
     t0 = time.monotonic()
+    # What runs is the release with the student's answer cells (autograder.rebuild), staged beside this
+    # submission's gradebook copy; the answer cells' text is scanned for tampering before anything runs.
+    staged = db.parent / "submitted"
+    try:
+        notes, withheld, findings = stage_submission(
+            cfg, lab, Path(spec["submitted"]) / student / lab, staged / student / lab
+        )
+    except Unusable as exc:
+        return {**out, "success": False, "log": "", "error": f"submission not graded: {exc}"}
+    out["notes"], out["review"] = notes, [str(f) for f in findings]
     c = nbgrader_config(cfg, db_path=db, **_config_kwargs(spec))
     c.JudgeEvidence.publish_to = publish_to
-    c.CourseDirectory.submitted_directory = spec["submitted"]  # absolute: <submissions>/<student>/<lab>/
+    c.JudgeEvidence.withheld = withheld
+    c.CourseDirectory.submitted_directory = str(staged)  # <staged>/<student>/<lab>/<lab>.ipynb
     with Gradebook(f"sqlite:///{db}") as gb:  # a previous grading of this student must not leak into this one
         try:
             gb.remove_submission(lab, student)

@@ -83,7 +83,7 @@ def bench_lab(cfg, lab: str, n_mutants: int, seed: int) -> dict:  # noqa: ANN001
         kinds = _samples(cfg, lab, Path(tmp), n_mutants)
         t0 = time.monotonic()
         try:  # the reference run (once per lab and seed, cached): outside both designs' per-submission times
-            from autograder.judge import reference_evidence
+            from autograder.reference import reference_evidence
 
             reference_evidence(cfg, lab, seed, True)
         except ImportError:

@@ -69,8 +69,8 @@ def _judge_seconds(ref_dir: Path, repeats: int = 5) -> float:
 
 
 def bench_lab(lab: str, repeats: int) -> dict:
-    from autograder.judge import reference_evidence
     from autograder.mutants import reference_submission
+    from autograder.reference import reference_evidence
     from autograder.release import write_notebook
 
     with tempfile.TemporaryDirectory(prefix=f"bench-sandbox-{lab}-") as tmp:

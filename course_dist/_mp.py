@@ -1,6 +1,6 @@
 """Start methods for ``launch``: a private, torch-preloaded forkserver (default), fork (opt-in), spawn.
 
-Why a forkserver (measured on this course's 2-core box, see shared/reference/measured.md):
+Why a forkserver (measured on a 2-core CPU box; `bench/results/launch.md` has the launch times):
 - plain ``fork`` is fastest (~0.1 s) but inherits the parent's threads and locks: after the parent ran a
   multi-threaded torch op the child's first OpenMP region hangs, and forking while the parent hosts a TCPStore
   deadlocks ~1 in 4 launches at world 4 (glibc resolver lock). Neither can be fixed from the child.

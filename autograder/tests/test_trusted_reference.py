@@ -11,9 +11,9 @@ import pytest
 
 from autograder.course import auto_max
 from autograder.grade import grade
-from autograder.judge import judge_cell, load_evidence, reference_evidence
+from autograder.judge import judge_cell, load_evidence
 from autograder.mutants import reference_submission, release_notebook, replace_cell
-from autograder.reference import evidence_path
+from autograder.reference import evidence_path, reference_evidence
 from autograder.rubrics import load_rubric
 
 from .conftest import write_submission

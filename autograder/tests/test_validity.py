@@ -157,22 +157,36 @@ def test_broken_cell_costs_only_its_exercise(graded, student, exercise, reason):
 
 
 @pytest.mark.parametrize(
-    ("student", "reason"),
+    ("student", "points", "reason"),
     [
-        ("kernel_exit", ("kernel died",)),
-        # the loop ignores interrupts: nbgrader gives up after the cell timeout, or the per-submission cap
-        # kills the whole tree, whichever comes first
-        ("swallow", ("per-cell timeout", "killed after")),
-        ("copied_cell", ("exists multiple times",)),
-        ("nothing", ("no notebook in nothing/fixlab/",)),
+        # the kernel dies in the square answer cell: add's points stay (its evidence was frozen), the rest 0
+        ("kernel_exit", (30, 0, 0), ("kernel died",)),
+        # the loop ignores interrupts: the kernel is killed as unresponsive after the cell timeout, or the
+        # per-submission cap kills the whole tree, whichever comes first
+        ("swallow", (0, 0, 0), ("unresponsive", "killed after")),
     ],
 )
-def test_fatal_submission_gets_zero_row_with_reason(graded, student, reason):  # noqa: ANN001
+def test_dead_kernel_keeps_what_passed_before(graded, student, points, reason):  # noqa: ANN001
     _, _, df = graded
     row = _row(df, student)
+    got = (row["add"], row["square"], row["allsum"])
+    assert got == points, f"{student}: expected {points}, got {got}: {row.to_dict()}"
+    assert any(r in row.reason for r in reason), row.reason
+
+
+def test_copied_test_cell_is_not_run(graded):  # noqa: ANN001
+    """Only answer cells are graded (autograder.rebuild): a copied test cell is left out, not fatal."""
+    _, _, df = graded
+    row = _row(df, "copied_cell")
+    assert (row.status, row["add"], row["square"], row["allsum"]) == ("ok", 30, 30, 30), row.to_dict()
+
+
+def test_fatal_submission_gets_zero_row_with_reason(graded):  # noqa: ANN001
+    _, _, df = graded
+    row = _row(df, "nothing")
     assert row.status != "ok", row.to_dict()
     assert row.score == 0 and row.max_score == 100, row.to_dict()
-    assert any(r in row.reason for r in reason), row.reason
+    assert "no notebook in nothing/fixlab/" in row.reason, row.reason
 
 
 def test_no_process_survives(graded):  # noqa: ANN001
