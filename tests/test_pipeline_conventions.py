@@ -136,3 +136,23 @@ def test_exercise_headings_state_points_and_time(lab: str) -> None:
     assert heads, f"{lab}: no '## Exercise N — Title (P points, ~M min)' headings"
     bad = [h for h in heads if not HEADING.match(h)]
     assert not bad, f"{lab}: headings without '(P points, ~M min)': {bad}"
+    # the points a heading states are the rubric's (one fact, stated once in the rubric and checked here):
+    # an exercise's heading is the last one before its first graded cell
+    rubric = yaml.safe_load((CFG.rubric / f"{lab}.yaml").read_text())
+    at: list[tuple[int, str]] = []
+    pos: dict[str, int] = {}
+    for i, cell in enumerate(src.cells):
+        gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+        if gid:
+            pos[gid] = i
+        if cell.cell_type == "markdown":
+            at += [(i, ln.strip()) for ln in cell.source.splitlines() if HEADING.match(ln.strip())]
+    wrong = []
+    for ex in rubric["exercises"]:
+        first = min(pos[c["grade_id"]] for c in ex["graded_cells"])
+        head = [h for i, h in at if i < first][-1]
+        stated = sum(float(x) for x in HEADING.match(head).group(2).split("+"))
+        points = sum(float(c["points"]) for c in ex["graded_cells"])
+        if stated != points:
+            wrong.append(f"{ex['id']}: heading says {stated:g} points, the rubric {points:g} ({head!r})")
+    assert not wrong, f"{lab}: " + "; ".join(wrong)

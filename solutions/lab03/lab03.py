@@ -273,7 +273,7 @@ for world, res, seed in [(2, zero2_w2, 0), (3, zero2_w3, seed_h)]:
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 3 — ZeRO-3 by hand: gather, compute, free (22 points, ~30 min)
+# ## Exercise 3 — ZeRO-3 by hand: gather, compute, free (22 + 4 points, ~30 min)
 #
 # Now shard the parameters themselves. Each **wrap unit** (a module named by the wrap policy; the root takes
 # every parameter no unit claimed) becomes a `FlatParamUnit`:
@@ -571,7 +571,7 @@ ev.equal("check_averaged on gradients x3 at world 3", verdict({n: g * 3 for n, g
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 5 — Sharded checkpoint, resharded at load; the solution card (12 + 8 points, ~15 min)
+# ## Exercise 5 — Sharded checkpoint, resharded at load; the solution card (12 + 8 + 8 points, ~15 min)
 #
 # A sharded job must save sharded: gathering a model that does not fit one rank onto one rank defeats the
 # purpose. `torch.distributed.checkpoint` (DCP) writes one file per rank plus `.metadata` (global shapes and
