@@ -95,7 +95,10 @@ class CourseConfig:
 
     def kernel_environ(self) -> dict[str, str]:
         """Environment for grading kernels (inherited by every rank they launch)."""
-        env = {"COURSE_FAST": "1" if self.fast else "0"}
+        # The per-cell limit the executors give nbclient (``int(cell_timeout)``): course_dist.launch shortens
+        # its own timeout to what the cell has left, so a hang is reported by the launcher (LaunchTimeout
+        # naming the stuck rank), not cut short by the interrupt (KeyboardInterrupt).
+        env = {"COURSE_FAST": "1" if self.fast else "0", "COURSE_CELL_TIMEOUT_S": str(int(self.cell_timeout))}
         env.update(dict(self.kernel_env))
         return env
 

@@ -3,7 +3,7 @@
 Single process: ``course_dist.launch(work, world_size=2)`` in a cell or script (``python my_script.py``).
 Under torchrun the same ``work`` runs with ``torchrun --nproc-per-node 2 -m course_dist.run mymod:work``.
 
-How it works, and why (numbers from shared/reference/measured.md, this course's 2-core box):
+How it works, and why (numbers measured on a 2-core CPU box):
 - ranks are forked from a private forkserver that imported torch once (``_mp``): safe from both fork deadlocks
   and ~0.1-0.2 s per launch once warm, instead of 3-15 s for spawn;
 - ``fn`` and its arguments travel by value as cloudpickle bytes, so functions defined in a notebook cell work
@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from course_dist import _mp, _supervise, _worker
+from course_dist import _budget, _mp, _supervise, _worker
 from course_dist._log import get_logger
 from course_dist.errors import LaunchTimeout, RankError
 
@@ -108,6 +108,17 @@ def _cell_sources(payload: bytes) -> dict[str, list[str]]:
     return out
 
 
+def _note_on_first_line(message: str, note: str) -> str:
+    """``message`` with ``note`` added to its first line (the line a grade reason keeps)."""
+    head, sep, rest = message.partition("\n")
+    marker = "(the launcher's timeout)"
+    if marker in head:
+        head = head.replace(marker, f"(the launcher's timeout, {note})", 1)
+    else:
+        head = f"{head} ({note})"
+    return head + sep + rest
+
+
 def _validate(fn: Any, world_size: Any, timeout: Any, threads_per_rank: Any, debug: Any) -> None:
     if not callable(fn):
         raise TypeError(f"launch: fn must be callable, got {type(fn).__name__} {fn!r:.80}")
@@ -145,6 +156,8 @@ def launch(
         args, kwargs: passed to ``fn`` on every rank (pickled once, here).
         backend: "auto" (NCCL with one GPU per rank when there are enough GPUs, else gloo), "gloo" or "nccl".
         timeout: seconds before the launcher dumps every rank's stack, kills them and raises LaunchTimeout.
+            Inside a graded cell (the grader sets ``COURSE_CELL_TIMEOUT_S``) it is shortened to what the
+            cell has left, so the launcher's report, not the grader's interrupt, ends a hung launch.
         faults: a fault plan for ``course_dist.step`` (list of ``Fault`` or a ``COURSE_FAULTS`` string).
         trace: record every collective; the DataFrame is ``result.trace`` (and on the exceptions).
         debug: TORCH_DISTRIBUTED_DEBUG level for the ranks ("OFF", "INFO", "DETAIL").
@@ -223,11 +236,16 @@ def launch(
         os.replace(port_file + ".tmp", port_file)
         from course_dist._wait import supervise
 
+        # Measured from here, after the ranks and the store started: a cold forkserver can take seconds
+        # on a loaded box, and those seconds count against the cell too.
+        wait_s, shortened = _budget.clamp(timeout)
         try:
-            values = supervise(procs, run_dir, world_size, timeout, stream, bool(trace))
+            values = supervise(procs, run_dir, world_size, wait_s, stream, bool(trace))
         except (RankError, LaunchTimeout) as exc:
             # Re-raised here with no traceback of the launcher's internals: the student's cell is the frame
             # they see, and the message (headline first, their rank's frames) carries everything else.
+            if shortened and isinstance(exc, LaunchTimeout):
+                exc.args = (_note_on_first_line(str(exc), shortened),)
             raise exc.with_traceback(None) from None
         result = LaunchResult(values.values)
         result.stdout, result.stderr, result.trace = values.stdout, values.stderr, values.trace

@@ -49,7 +49,8 @@ def test_config_rejects_bad_limits(kwargs: dict, match: str) -> None:
 def test_config_finds_labs_and_env(tmp_path: Path) -> None:
     cfg = CourseConfig(root=FIXTURE, fast=True, kernel_env=(("X", "1"),))
     assert cfg.lab_ids() == ["fixlab"]
-    assert cfg.kernel_environ() == {"COURSE_FAST": "1", "X": "1"}
+    want = {"COURSE_FAST": "1", "COURSE_CELL_TIMEOUT_S": str(int(cfg.cell_timeout)), "X": "1"}
+    assert cfg.kernel_environ() == want, (cfg.kernel_environ(), want)
     assert CourseConfig(root=tmp_path).lab_ids() == []
 
 
