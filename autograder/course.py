@@ -46,6 +46,7 @@ from autograder.mutants import (
 from autograder.plots import plot_scores
 from autograder.release import release, write_notebook
 from autograder.rubrics import Rubric, load_rubric
+from course_dist.seed import FAST_VAR
 
 log = logging.getLogger("autograder.course")
 SAMPLE_MUTANTS = 1  # per sampled lab, graded through nbgrader; all are checked at the exercise level
@@ -159,10 +160,11 @@ def verdict(row: pd.Series, expect: dict, rubric: Rubric | None) -> str:
 def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     """Run the instructor notebook headless (full mode unless COURSE_FAST=1); keep it with outputs for
     reviewers."""
-    from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
+    from autograder.kernel import plain_client
     from autograder.mutants import source_notebook
+    from course_dist.seed import fast_mode
 
     dest = cfg.build / "reference" / lab
     if dest.exists():
@@ -170,28 +172,13 @@ def execute_reference(cfg: CourseConfig, lab: str) -> tuple[Path, list[str]]:
     dest.mkdir(parents=True)
     copy_extras(cfg, lab, dest)
     nb = source_notebook(cfg, lab)
-    fast = os.environ.get("COURSE_FAST", "0") not in ("", "0")
-    env_before = os.environ.get("COURSE_FAST")
-    os.environ["COURSE_FAST"] = "1" if fast else "0"
-    client = NotebookClient(
-        nb,
-        timeout=int(cfg.cell_timeout) * (1 if fast else 4),
-        allow_errors=True,
-        interrupt_on_timeout=True,
-        shutdown_kernel="immediate",  # see nbgrader_ext: a graceful exit waits 2.5 s on a zombie
-        kernel_name="python3",
-        resources={"metadata": {"path": str(dest)}},
-    )
+    fast = fast_mode()
+    client = plain_client(cfg, nb, dest, fast=fast, timeout=int(cfg.cell_timeout) * (1 if fast else 4))
     errors = []
     try:
         client.execute()
     except DeadKernelError as exc:
         errors.append(f"kernel died: {exc}")
-    finally:
-        if env_before is None:
-            os.environ.pop("COURSE_FAST", None)
-        else:
-            os.environ["COURSE_FAST"] = env_before
     for i, cell in enumerate(nb.cells):
         for o in cell.get("outputs", []):
             if o.get("output_type") == "error":
@@ -235,7 +222,7 @@ def _mutant_check(
         f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}, collateral={bool(collateral)}), "
         f"open({str(out)!r}, 'w'))"
     )
-    env = {**os.environ, "COURSE_FAST": "1"}
+    env = {**os.environ, FAST_VAR: "1"}
     count = len(find_mutants(cfg, lab)) if names is None else len(names)
     r = subprocess.run(
         [sys.executable, "-c", code],

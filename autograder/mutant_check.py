@@ -63,24 +63,12 @@ class _Runner:
     def __init__(
         self, cfg: CourseConfig, nb: nbformat.NotebookNode, workdir: Path, evidence: Path, seed: int
     ):
-        from nbclient import NotebookClient
-
-        from autograder.sandbox import SandboxedKernelManager
+        from autograder.kernel import plain_client
 
         self.cfg, self.nb, self.evidence = cfg, nb, evidence
         self.died = False  # set when the kernel died (nbgrader would then zero the rest of the notebook)
-        self.client = NotebookClient(
-            copy.deepcopy(nb),
-            timeout=int(cfg.cell_timeout),
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            shutdown_kernel="immediate",  # see nbgrader_ext: a graceful exit waits 2.5 s on a zombie
-            kernel_name="python3",
-            kernel_manager_class=SandboxedKernelManager,
-            resources={"metadata": {"path": str(workdir)}},
-        )
-        env = {**cfg.kernel_environ(), "COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
-        self.client.create_kernel_manager().extra_env = env
+        env = {"COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
+        self.client = plain_client(cfg, copy.deepcopy(nb), workdir, env=env, fast=cfg.fast)
 
     def _exec(self, cell: nbformat.NotebookNode, index: int) -> str:
         """Execute one cell; why it failed, '' if it did not (a kernel that died is restarted and the prefix

@@ -82,11 +82,9 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
     """
     import fcntl
 
-    from nbclient import NotebookClient
-
+    from autograder.kernel import plain_client
     from autograder.mutants import copy_extras
     from autograder.release import build_source_notebook
-    from autograder.sandbox import SandboxedKernelManager
     from autograder.source import nbgrader_meta
     from autograder.verdict import cell_failure, is_auto_test
 
@@ -105,19 +103,8 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
             work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
             ev.mkdir()
             copy_extras(cfg, lab, work)
-            env = {**cfg.kernel_environ(), "COURSE_FAST": "1" if fast else "0"}
-            env.update(COURSE_EVIDENCE_DIR=str(ev), COURSE_GRADE_SEED=str(seed))
-            client = NotebookClient(
-                nb,
-                timeout=int(cfg.cell_timeout),
-                allow_errors=True,
-                interrupt_on_timeout=True,
-                shutdown_kernel="immediate",  # see nbgrader_ext: a graceful exit waits 2.5 s on a zombie
-                kernel_name="python3",
-                kernel_manager_class=SandboxedKernelManager,
-                resources={"metadata": {"path": str(work)}},
-            )
-            client.create_kernel_manager().extra_env = env
+            env = {"COURSE_EVIDENCE_DIR": str(ev), "COURSE_GRADE_SEED": str(seed)}
+            client = plain_client(cfg, nb, work, env=env, fast=fast)
             visible_failed = _execute_split(client, nb)
             errors = {}
             for cell in nb.cells:

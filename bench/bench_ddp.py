@@ -30,13 +30,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from course_dist.seed import FAST_VAR
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "solutions" / "lab02" / "lab02.py"
 log = logging.getLogger("bench.ddp")
 
 
-def reference(names: tuple[str, ...] = ("allreduce_solution", "buckets_solution", "bucketed_solution",
-                                        "ring_solution")) -> dict[str, Any]:
+def reference(
+    names: tuple[str, ...] = ("allreduce_solution", "buckets_solution", "bucketed_solution", "ring_solution"),
+) -> dict[str, Any]:
     """Execute the named answer cells of the lab's source into one namespace and return it."""
     import torch
     import torch.distributed as dist
@@ -45,10 +48,18 @@ def reference(names: tuple[str, ...] = ("allreduce_solution", "buckets_solution"
     import course_dist
     from course_dist.labkit.lab02 import MB, ContractViolation, fingerprint
 
-    ns: dict[str, Any] = {"torch": torch, "dist": dist, "nn": nn, "math": math,
-                          "contextmanager": contextmanager,
-                          "MB": MB, "fingerprint": fingerprint, "ContractViolation": ContractViolation,
-                          "course_dist": course_dist, "__name__": "lab02_reference"}
+    ns: dict[str, Any] = {
+        "torch": torch,
+        "dist": dist,
+        "nn": nn,
+        "math": math,
+        "contextmanager": contextmanager,
+        "MB": MB,
+        "fingerprint": fingerprint,
+        "ContractViolation": ContractViolation,
+        "course_dist": course_dist,
+        "__name__": "lab02_reference",
+    }
     cells = re.split(r"^# %%", SOURCE.read_text(encoding="utf-8"), flags=re.M)
     found = set()
     for cell in cells:
@@ -76,7 +87,7 @@ def _rounds(impls: dict[str, dict[str, Any]], rounds: int, steps: int, batch: in
 def main(quick: bool = False) -> dict[str, float]:
     """Run the benchmark, write ``bench/results/ddp.md`` and return the headline numbers."""
     if quick:
-        os.environ["COURSE_FAST"] = "1"  # before the first launch: the rank server inherits it
+        os.environ[FAST_VAR] = "1"  # before the first launch: the rank server inherits it
     from course_dist.labkit import lab02
 
     ref = reference()
@@ -84,10 +95,16 @@ def main(quick: bool = False) -> dict[str, float]:
     n_params = sum(p.numel() for p in lab02.LabNet(cfg).parameters() if p.requires_grad)
     steps, rounds, batch = (3, 2, 32) if quick else (10, 3, 64)
     t0 = time.perf_counter()
-    step = _rounds({"torch DDP": {"impl": "torch"},
-                    "bucketed (reference)": {"impl": "bucketed", "ddp_cls": ref["BucketedDDP"]},
-                    "naive (reference)": {"impl": "naive", "average_gradients": ref["average_gradients"]}},
-                   rounds, steps, batch)
+    step = _rounds(
+        {
+            "torch DDP": {"impl": "torch"},
+            "bucketed (reference)": {"impl": "bucketed", "ddp_cls": ref["BucketedDDP"]},
+            "naive (reference)": {"impl": "naive", "average_gradients": ref["average_gradients"]},
+        },
+        rounds,
+        steps,
+        batch,
+    )
     sizes = [1 << 20, 16 << 20] if not quick else [1 << 20]
     bw = lab02.measure_busbw(ref["ring_all_reduce"], world=2, sizes_bytes=sizes, reps=3 if quick else 7)
     big = bw[bw["bytes"] == bw["bytes"].max()].set_index("impl")
@@ -104,6 +121,7 @@ def main(quick: bool = False) -> dict[str, float]:
     elapsed = time.perf_counter() - t0
     mb = int(bw["bytes"].max()) >> 20
     from bench import machine, write
+
     lines = [
         "# Lab 02 - DDP under the hood (bench/bench_ddp.py)",
         "",

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from course_dist.seed import FAST_VAR
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "solutions" / "lab03" / "lab03.py"
 log = logging.getLogger("bench.lab03")
@@ -39,8 +41,15 @@ def reference(names: tuple[str, ...] = NAMES) -> dict[str, Any]:
     import course_dist
     from course_dist.labkit import lab03
 
-    ns: dict[str, Any] = {"torch": torch, "dist": dist, "nn": nn, "math": math, "lab03": lab03,
-                          "course_dist": course_dist, "__name__": "lab03_reference"}
+    ns: dict[str, Any] = {
+        "torch": torch,
+        "dist": dist,
+        "nn": nn,
+        "math": math,
+        "lab03": lab03,
+        "course_dist": course_dist,
+        "__name__": "lab03_reference",
+    }
     found = set()
     for cell in re.split(r"^# %%", SOURCE.read_text(encoding="utf-8"), flags=re.M):
         head, _, body = cell.partition("\n")
@@ -57,7 +66,7 @@ def reference(names: tuple[str, ...] = NAMES) -> dict[str, Any]:
 def main(quick: bool = False) -> dict[str, float]:
     """Run the benchmark, write ``bench/results/lab03.md`` and return the headline numbers."""
     if quick:
-        os.environ["COURSE_FAST"] = "1"  # before the first launch: the rank server inherits it
+        os.environ[FAST_VAR] = "1"  # before the first launch: the rank server inherits it
     from course_dist import launch
     from course_dist.labkit import lab03
 
@@ -73,11 +82,22 @@ def main(quick: bool = False) -> dict[str, float]:
         {"impl": "ddp"},
     ]
     t0 = time.perf_counter()
-    res = launch(lab03.time_steps, world_size=2, args=(configs,), kwargs={"steps": steps, "rounds": rounds},
-                 trace=True, timeout=600)
+    res = launch(
+        lab03.time_steps,
+        world_size=2,
+        args=(configs,),
+        kwargs={"steps": steps, "rounds": rounds},
+        trace=True,
+        timeout=600,
+    )
     table = lab03.timing_table(res)
-    table["label"] = ["ZeroRedundancyOptimizer (torch)", "ShardedAdamW (reference, ex. 1)",
-                      "FSDP2 per block (torch)", "ZeRO-3 per block (reference, ex. 3)", "DDP arithmetic"]
+    table["label"] = [
+        "ZeroRedundancyOptimizer (torch)",
+        "ShardedAdamW (reference, ex. 1)",
+        "FSDP2 per block (torch)",
+        "ZeRO-3 per block (reference, ex. 3)",
+        "DDP arithmetic",
+    ]
     s = dict(zip(table["impl"], table["step_s"], strict=True))
     peak = dict(zip(table["impl"], table["peak_bytes"], strict=True))
     out = {

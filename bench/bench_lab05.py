@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from course_dist.seed import FAST_VAR
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "solutions" / "lab05" / "lab05.py"
 log = logging.getLogger("bench.lab05")
@@ -40,9 +42,17 @@ def reference(names: tuple[str, ...] = CELLS) -> dict[str, Any]:
     from course_dist import LaunchTimeout, first_divergence
     from course_dist.labkit import lab05
 
-    ns: dict[str, Any] = {"torch": torch, "dist": dist, "pd": pd, "math": math, "Join": Join, "lab05": lab05,
-                          "LaunchTimeout": LaunchTimeout, "first_divergence": first_divergence,
-                          "__name__": "lab05_reference"}
+    ns: dict[str, Any] = {
+        "torch": torch,
+        "dist": dist,
+        "pd": pd,
+        "math": math,
+        "Join": Join,
+        "lab05": lab05,
+        "LaunchTimeout": LaunchTimeout,
+        "first_divergence": first_divergence,
+        "__name__": "lab05_reference",
+    }
     found = set()
     for cell in re.split(r"^# %%", SOURCE.read_text(encoding="utf-8"), flags=re.M):
         head, _, body = cell.partition("\n")
@@ -91,24 +101,34 @@ def _hang_latency(ref: dict[str, Any], timeout: float) -> dict[str, Any]:
 def main(quick: bool = False) -> dict[str, Any]:
     """Run the benchmark, write ``bench/results/lab05.md`` and return the headline numbers."""
     if quick:
-        os.environ["COURSE_FAST"] = "1"
+        os.environ[FAST_VAR] = "1"
     from course_dist.labkit import lab05
 
     ref = reference()
     t_start = time.perf_counter()
     hang = _hang_latency(ref, timeout=3.0)
     join = lab05.join_overhead(steps=20 if quick else 80)
-    table, st = lab05.experiment(ref["rebalance"], ref["loss_weight"], world=2, slow_rank=1, factor=2.0,
-                                 batch=24, steps=4 if quick else 12)
+    table, st = lab05.experiment(
+        ref["rebalance"],
+        ref["loss_weight"],
+        world=2,
+        slow_rank=1,
+        factor=2.0,
+        batch=24,
+        steps=4 if quick else 12,
+    )
     norms = lab05.grad_norms(b_small=32, world=2, draws=200 if quick else 1000)
     est = ref["noise_scale"](norms["g2_small"], norms["g2_big"], norms["b_small"], norms["b_big"])
     exact = lab05.true_noise_scale()
     elapsed = time.perf_counter() - t_start
     steps = {row["run"]: row["step_s"] for _, row in table.iterrows()}
     res = {
-        "hang_diagnosis_s": hang["ours_s"], "hang_diagnosis_correct": hang["ours_ok"],
-        "detail_error_s": hang["detail_s"], "join_over_plain": join["ratio"],
-        "straggler_recovered": st["recovered"], "b_simple_est": est["b_simple"],
+        "hang_diagnosis_s": hang["ours_s"],
+        "hang_diagnosis_correct": hang["ours_ok"],
+        "detail_error_s": hang["detail_s"],
+        "join_over_plain": join["ratio"],
+        "straggler_recovered": st["recovered"],
+        "b_simple_est": est["b_simple"],
         "b_simple_exact": exact["b_simple"],
     }
     from bench import machine, write

@@ -12,6 +12,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+FAST_VAR = "COURSE_FAST"  # the one name of the fast-mode switch (the grader sets it in every kernel)
+
 
 def seed_all(seed: int, rank: int = 0, *, deterministic: bool = False) -> int:
     """Seed python, numpy, torch (and every CUDA device) with ``seed + rank``; return that seed.
@@ -45,7 +47,7 @@ def seed_all(seed: int, rank: int = 0, *, deterministic: bool = False) -> int:
 
 def fast_mode() -> bool:
     """True when ``COURSE_FAST`` is set to 1/true/yes (grading and tests): labs use their small sizes."""
-    return os.environ.get("COURSE_FAST", "").strip().lower() in ("1", "true", "yes", "on")
+    return os.environ.get(FAST_VAR, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def pick(full: T, fast: T) -> T:
