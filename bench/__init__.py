@@ -27,8 +27,52 @@ def machine() -> str:
     )
 
 
+# What each page measures: a change to any of these paths makes its figures stale (bench/check.py).
+MEASURES: dict[str, tuple[str, ...]] = {
+    "checkpoint": (
+        "bench/bench_checkpoint.py",
+        "course_dist/labkit/lab04",
+        "solutions/homework/fttrainer/checkpoint.py",
+    ),
+    "collectives": ("bench/bench_collectives.py", "course_dist/launch.py", "course_dist/_worker.py"),
+    "ddp": ("bench/bench_ddp.py", "solutions/lab02/lab02.py", "course_dist/labkit/lab02"),
+    "grading": ("bench/bench_grading.py", "autograder", "course_dist/evidence.py"),
+    "grading_sandbox": ("bench/bench_grading_sandbox.py", "autograder/sandbox.py", "autograder/execute.py"),
+    "homework": ("bench/bench_homework.py", "solutions/homework/fttrainer"),
+    "lab01": ("bench/bench_lab01.py", "solutions/lab01/lab01.py", "course_dist/labkit/lab01"),
+    "lab03": ("bench/bench_lab03.py", "solutions/lab03/lab03.py", "course_dist/labkit/lab03"),
+    "lab05": ("bench/bench_lab05.py", "solutions/lab05/lab05.py", "course_dist/labkit/lab05"),
+    "launch": (
+        "bench/bench_launch.py",
+        "course_dist/launch.py",
+        "course_dist/_mp.py",
+        "course_dist/_worker.py",
+    ),
+    "timeout_margin": ("bench/bench_timeout_margin.py", "course_dist/launch.py", "course_dist/_budget.py"),
+}
+
+
+def stamp(name: str) -> str:
+    """The two lines ``bench/check.py`` reads: the commit measured (HEAD; uncommitted changes to the measured
+    paths are noted, and make the page stale) and the paths."""
+    import subprocess
+
+    root = RESULTS.parents[1]
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
+    paths = MEASURES.get(name, (f"bench/bench_{name}.py",))
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", *paths], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
+    note = " (with uncommitted changes to the measured paths: not a figure to quote)" if dirty else ""
+    return f"commit: {head}{note}\nmeasures: {' '.join(paths)}\n"
+
+
 def write(name: str, text: str) -> Path:
+    """Write ``results/<name>.md`` with its commit and measured paths after the title line."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.md"
-    path.write_text(text)
+    title, _, rest = text.partition("\n")
+    path.write_text(f"{title}\n\n{stamp(name)}{rest}")
     return path

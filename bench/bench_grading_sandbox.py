@@ -118,6 +118,7 @@ HOSTILE = (
     "holds the true scores, no process survives."
 )
 
+
 def main(quick: bool = False) -> None:
     from autograder.sandbox import sandbox_available
 

@@ -60,7 +60,9 @@ def hang():
     return t.item()
 """
 
-LAUNCHER = HANG + """
+LAUNCHER = (
+    HANG
+    + """
 import json, sys
 world, reps, timeout = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 course_dist.launch(lambda: 1, world, stream=False)  # warm the forkserver: the clock is about the teardown
@@ -74,12 +76,16 @@ for _ in range(reps):
     out.append(raised - DEADLINE_SEEN[-1][0])
 print("JSON" + json.dumps(out))
 """
+)
 
 
 def _launcher(world: int, reps: int) -> list[float]:
     proc = subprocess.run(
         [sys.executable, "-c", LAUNCHER, str(world), str(reps), str(LAUNCH_TIMEOUT_S)],
-        capture_output=True, text=True, timeout=600, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
     )
     line = next((x for x in proc.stdout.splitlines() if x.startswith("JSON")), None)
     if line is None:
@@ -97,8 +103,14 @@ def _nbclient(world: int, reps: int) -> list[float]:
     report = "import json\nprint('JSON' + json.dumps([w for _, w in DEADLINE_SEEN]))"
     cells.append(nbformat.v4.new_code_cell(report))
     nb = nbformat.v4.new_notebook(cells=cells)
-    client = NotebookClient(nb, timeout=120, allow_errors=True, record_timing=True, kernel_name="python3",
-                            resources={"metadata": {"path": str(REPO)}})
+    client = NotebookClient(
+        nb,
+        timeout=120,
+        allow_errors=True,
+        record_timing=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(REPO)}},
+    )
     client.execute()
     seen = json.loads(next(o["text"] for o in nb.cells[-1].outputs if "JSON" in o.get("text", ""))[4:])
     out = []
