@@ -16,7 +16,8 @@ What is flagged, and why each is never part of an honest answer:
   ``course_dist.evidence.Evidence.equal = ...``) or of a name imported from ``course_dist``; ``setattr`` /
   ``delattr`` on one; ``vars(module)[...] = ...``;
 * ``sys.modules``, ``builtins`` / ``__builtins__``, ``importlib``, ``__import__``, ``exec`` / ``eval`` /
-  ``compile``, ``ctypes``, ``gc``, frame objects (``sys._getframe``, ``inspect.currentframe``,
+  ``compile``, ``ctypes``, ``posix`` / ``_io`` (the C layers under ``os`` and ``open``, which the checkpoint
+  drills' recorder does not see), ``gc``, frame objects (``sys._getframe``, ``inspect.currentframe``,
   ``f_globals``, ``f_locals``, ``f_back``), ``get_ipython`` (event hooks, custom exception handlers);
 * any mention of the evidence recorder (``course_dist.evidence``, ``Evidence``, ``COURSE_EVIDENCE_DIR``,
   ``COURSE_GRADE_SEED``, ``grading_seed``).
@@ -40,6 +41,9 @@ FORBIDDEN_NAMES = {
     "eval": "running code built at run time",
     "compile": "running code built at run time",
     "ctypes": "raw memory access",
+    "posix": "the C layer under os (it bypasses what the drills record)",
+    "_io": "the C layer under open (it bypasses what the drills record)",
+    "_posixsubprocess": "the C layer under subprocess",
     "gc": "reaching objects through the garbage collector",
     "get_ipython": "the notebook kernel's hooks",
     "Evidence": "the evidence recorder",
