@@ -298,9 +298,8 @@ def grade_with_mutant_checks(
         return checks_dir / (f"{lab}.json" if names is None or len(names) != 1 else f"{lab}.{names[0]}.json")
 
     lanes_after = max(mutant_labs_at_once, lanes_after_grading or 0)
-    # Lanes take jobs from one queue in its order. (A pool behind a semaphore did not: the thread that had
-    # just released the semaphore took it again for *its* next job, so lab03's walk, third in line, waited
-    # 7 min for the third lane and finished last, measured.)
+    # Lanes take jobs from one queue in its order: longest first only holds if no lane can jump the queue
+    # (a lane that just finished must not take its own next job ahead of a waiting one).
     queue: Queue = Queue()
     for i, (lab, names) in enumerate(jobs):
         queue.put((i, lab, names))
