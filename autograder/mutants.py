@@ -2,16 +2,16 @@
 
 A mutant is a header and one or more edits of the reference (DESIGN.md, "Mutants")::
 
-    # mutant: forgot_average
-    # exercise: allreduce            (the ONLY rubric exercise whose auto points it must lose)
-    # replaces: allreduce_solution   (grade_id of the answer cell it edits, or a module beside the source,
-    #                                 e.g. fttrainer/sampler.py for the homework's package)
-    # why: sums gradients across ranks but never divides by world size
+    # mutant: broadcast_params_only
+    # exercise: replicas             (the ONLY rubric exercise whose auto points it must lose)
+    # replaces: broadcast_solution   (an answer cell's grade_id, or a module: fttrainer/ddp.py)
+    # why: broadcasts parameters but not buffers
     #      (further comment lines continue ``why``)
     # hidden-only: <why>             (optional: the visible tests cannot catch it, e.g. a seed-dependent case)
     <<<<<<< find
-            p.grad /= dist.get_world_size()
+            for t in [*model.parameters(), *model.buffers()]:
     =======
+            for t in list(model.parameters()):
     >>>>>>> replace
 
 The edits apply to the reference's text: the answer cell's source in the source notebook
