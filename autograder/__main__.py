@@ -6,12 +6,16 @@ commands:
   merge     combine the CSVs and gradebooks of `grade --shard K/N` runs into the course's
   course    make course: release, sample class through nbgrader, every mutant at exercise level
   mutants   every known-wrong answer loses exactly its exercise (exercise level, fast mode)
+  manual    hand grading: a CSV of the written answers to grade (--template), then its points -> gradebook
+  export    final grades (auto + hand-given) -> build/grades.csv, feedback regenerated with the final score
 
 examples:
   python -m autograder release --lab lab02
   python -m autograder grade ~/collected --workers 4                  # resumes; --force regrades
   python -m autograder grade ~/collected --shard 0/8 --seed 1234      # on node 0 of 8 (see autograder/slurm/)
   python -m autograder merge build/shards/*-of-8
+  python -m autograder manual --template build/manual.csv && python -m autograder manual build/manual.csv
+  python -m autograder export
   python -m autograder grade --help                                    # each command explains its outputs
 """
 
@@ -47,6 +51,8 @@ outputs (written as each submission finishes, atomically; a killed run loses onl
 examples:
   python -m autograder grade ~/collected                       # every lab, 2 workers, fast mode
   python -m autograder grade ~/collected --lab lab02 --workers 8 --seed 7
+  python -m autograder grade ~/collected                       # again: grades missing/error rows, keeps ok
+  python -m autograder grade ~/collected --student alice       # regrade one student (repeatable)
   python -m autograder grade ~/collected --force               # regrade rows already in the CSV
   python -m autograder grade ~/collected --shard 3/8 --seed 7  # node 3 of 8 (autograder/slurm/)
 """
@@ -61,6 +67,40 @@ and grades_nbgrader.csv beside it.
 
 example:
   python -m autograder merge build/shards/*-of-8
+"""
+
+MANUAL_HELP = """Hand grading of the written answers through a CSV (nbgrader's formgrader writes the same
+gradebook fields: see the README). Columns: student, lab, grade_id, points, comment (others are ignored).
+
+  --template OUT.csv   one row per written answer still to grade, with the student's answer text and
+                       the cell's max_points; fill in points (and comment) in a spreadsheet (--all: graded
+                       ones too, with their current points)
+  IMPORT.csv           writes each row's points (and non-empty comment) into the gradebook; rows without
+                       points are skipped. The whole file is refused, nothing written, if any row names an
+                       unknown student, lab or grade_id, an auto-graded cell, a row whose grades.csv status
+                       is not ok, or points that are not a number in [0, the cell's maximum]; the message
+                       names each bad line. Auto scores and other cells are never touched.
+
+outputs: build/nbgrader/gradebook.db (manual_score, manual_comment, needs_manual_grade of the named cells);
+the template CSV; build/nbgrader/nbgrader_config.py (formgrader's configuration). Then run `export`.
+
+examples:
+  python -m autograder manual --template build/manual.csv      # grade in a spreadsheet, then:
+  python -m autograder manual build/manual.csv
+  python -m autograder export
+"""
+
+EXPORT_HELP = """Final grades: every 'ok' row of the CSV is recomputed from the course gradebook (auto
+points + hand-given points; needs_manual = points of written answers still ungraded) and each of those
+students' feedback is regenerated with the final score (the hand-grader's comments included). Rows of other
+statuses are kept as they are. Run it after hand grading (CSV or formgrader); running it again changes
+nothing.
+
+outputs: build/grades.csv (score, exercise columns, needs_manual), build/grades.summary.md and
+scores_<lab>.png, build/nbgrader/feedback/<student>/<lab>/<lab>.html, build/nbgrader/grades_nbgrader.csv.
+
+example:
+  python -m autograder export
 """
 
 COURSE_HELP = """The main job (make course): release every lab, grade a sample class through real nbgrader
@@ -131,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=None, help="hidden-test variants (default: drawn, recorded)")
     g.add_argument("--force", action="store_true", help="regrade rows already in the CSV")
     g.add_argument(
+        "--student",
+        action="append",
+        metavar="NAME",
+        help="regrade only this student's rows, whatever their status (repeatable)",
+    )
+    g.add_argument(
         "--shard", type=_shard, default=None, metavar="K/N", help="grade students i with i%%N == K"
     )
     g.add_argument("--unsafe-no-sandbox", action="store_true", help="run kernels unconfined (trusted input)")
@@ -140,6 +186,21 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("shards", nargs="+", type=Path, help="folders written by grade --shard K/N")
     m.add_argument("--out", type=Path, default=None, help="CSV (default build/grades.csv)")
     m.add_argument("--gradebook", type=Path, default=None, help="default build/nbgrader/gradebook.db")
+
+    ma = sub.add_parser(
+        "manual", help="hand grading through a CSV", description=MANUAL_HELP, formatter_class=RAW
+    )
+    ma.add_argument(
+        "csv", type=Path, nargs="?", help="CSV to import (student, lab, grade_id, points, comment)"
+    )
+    ma.add_argument("--template", type=Path, metavar="OUT", help="write the CSV of written answers to grade")
+    ma.add_argument("--all", action="store_true", help="with --template: graded answers too")
+
+    e = sub.add_parser(
+        "export", help="final grades and feedback", description=EXPORT_HELP, formatter_class=RAW
+    )
+    e.add_argument("--out", type=Path, default=None, help="CSV (default build/grades.csv)")
+    e.add_argument("--no-feedback", action="store_true", help="skip regenerating the feedback HTML")
 
     c = sub.add_parser("course", help="make course", description=COURSE_HELP, formatter_class=RAW)
     c.add_argument("--lab", action="append", help="only this lab (repeatable)")
@@ -159,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "example:\n  python -m autograder mutants --lab lab02",
     )
     mu.add_argument("--lab", action="append", help="only this lab (repeatable)")
+
     return p
 
 
@@ -198,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             shard=args.shard,
             unsafe_no_sandbox=args.unsafe_no_sandbox,
             one_shot=args.one_shot,
+            students=args.student,
         )
         with pd.option_context("display.max_columns", 50, "display.width", 160, "display.max_colwidth", 60):
             sys.stdout.write(df.to_string(index=False) + "\n")
@@ -207,6 +270,35 @@ def main(argv: list[str] | None = None) -> int:
 
         df = merge_shards(args.shards, args.out or cfg.build / "grades.csv", args.gradebook or cfg.gradebook)
         sys.stdout.write(f"merged {len(args.shards)} shard(s): {len(df)} rows\n")
+        return 0
+    if args.cmd == "manual":
+        from autograder.manual import import_manual, write_template
+
+        if (args.csv is None) == (args.template is None):
+            sys.stderr.write("manual: give either IMPORT.csv or --template OUT.csv (see --help)\n")
+            return 2
+        try:
+            if args.template is not None:
+                n = write_template(cfg, args.template, every=args.all)
+                sys.stdout.write(f"{args.template}: {n} written answer(s) to grade\n")
+            else:
+                grades = import_manual(cfg, args.csv)
+                sys.stdout.write(
+                    f"{len(grades)} hand-given score(s) written; run `export` for final grades\n"
+                )
+        except ValueError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 1
+        return 0
+    if args.cmd == "export":
+        from autograder.manual import export
+
+        try:
+            df = export(cfg, out=args.out, feedback=not args.no_feedback)
+        except ValueError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 1
+        sys.stdout.write(f"{len(df)} rows in {args.out or cfg.build / 'grades.csv'}\n")
         return 0
     if args.cmd == "course":
         from autograder.course import course

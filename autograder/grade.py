@@ -8,9 +8,10 @@ process group, segfaults a rank or kills its kernel costs that one row and nothi
 
 Nothing is lost: as each submission finishes, its CSV row (``build/grades.csv``), its gradebook entry
 (``build/nbgrader/gradebook.db``) and its full messages
-(``build/nbgrader/feedback/<student>/<lab>/grading.json``) are written atomically. A re-run grades
-only the (student, lab) rows missing from the CSV, with the seed recorded in ``grades.run.json``;
-``--force`` regrades everything.
+(``build/nbgrader/feedback/<student>/<lab>/grading.json``) are written atomically. A re-run, with the seed
+recorded in ``grades.run.json``, grades the (student, lab) rows missing from the CSV and those whose status is
+``missing`` or ``error``, and keeps the rest; ``--student NAME`` regrades that student's rows, ``--force``
+everything.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from autograder.shard import Submission, find_submissions
 
 __all__ = ["BASE_COLUMNS", "TAIL_COLUMNS", "Outcome", "grade", "write_csv"]
 log = logging.getLogger("autograder.grade")
+REGRADED = ("missing", "error")  # statuses a plain rerun grades again (ok and timeout rows are kept)
 
 
 @dataclass
@@ -74,15 +76,6 @@ def _sandbox_ok(unsafe: bool) -> bool:
     if why:
         raise RuntimeError(f"cannot grade safely: {why}")
     return True
-
-
-def _titles(cfg: CourseConfig, lab: str) -> dict[str, str]:
-    from autograder.rubrics import load_rubric
-
-    path = cfg.rubric / f"{lab}.yaml"
-    if not path.exists():
-        return {}
-    return {c.grade_id: ex.title or ex.id for ex in load_rubric(path).exercises for c in ex.graded_cells}
 
 
 # ---- one submission ----------------------------------------------------------------------------------------
@@ -238,6 +231,7 @@ def grade(
     unsafe_no_sandbox: bool = False,
     one_shot: bool = False,
     trusted: tuple[str, ...] = (),
+    students: list[str] | None = None,
 ) -> pd.DataFrame:
     """Grade every student folder under ``submissions`` (of shard K/N); returns their rows (now or before).
 
@@ -248,14 +242,31 @@ def grade(
     ``trusted``: student names whose submissions are the course's reference solutions (``make course``'s
     ``reference``): each is graded first in its lab, and its sandboxed run doubles as the lab's reference
     run (its evidence published to the cache) instead of a separate plain execution of the same code.
+
+    Which rows are graded: ``students`` given, every row of those students (whatever their status);
+    ``force``, every row; otherwise rows not in ``out`` yet, rows whose status is ``missing`` or ``error`` (a
+    renamed notebook, a fixed file, a grader failure are picked up) and rows of a lab changed
+    since; ``ok`` and ``timeout`` rows are kept.
     """
     from tqdm.auto import tqdm
 
+    from autograder.feedback import exercise_titles
+    from autograder.manual import write_formgrader_config
     from autograder.merge import export_nbgrader, lab_fingerprint
     from autograder.plots import summarize
     from autograder.release import ensure_released
 
     subs = find_submissions(submissions, cfg.lab_ids(), labs, shard)
+    if students:
+        found = sorted({s.student for s in subs})
+        unknown = sorted(set(students) - set(found))
+        if unknown:
+            where = f" in shard {shard[0]}/{shard[1]}" if shard else ""
+            raise ValueError(
+                f"--student {', '.join(unknown)}: no such student folder under {submissions}{where} "
+                f"(found {len(found)}: {', '.join(found[:8])}{' ...' if len(found) > 8 else ''})"
+            )
+        subs = [s for s in subs if s.student in set(students)]
     if not subs:
         raise ValueError(f"no student folders under {submissions}; expected <student>/<lab>/<lab>.ipynb")
     tag = f"{shard[0]}-of-{shard[1]}" if shard else "all"
@@ -276,9 +287,10 @@ def grade(
     work = cfg.build / "grading" / tag
     work.mkdir(parents=True, exist_ok=True)
     shutil.copy2(cfg.gradebook, work / "template.db")  # snapshot: workers never write the course gradebook
+    write_formgrader_config(cfg)  # formgrader on the course gradebook (README, hand grading)
     fps = {lab: lab_fingerprint(cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb") for lab in graded_labs}
     run = Run(cfg, out, gradebook, work, seed, feedback, sandbox, trusted=frozenset(trusted))
-    run.titles = {lab: _titles(cfg, lab) for lab in cfg.lab_ids()}
+    run.titles = {lab: exercise_titles(cfg, lab) for lab in cfg.lab_ids()}
 
     old = read_csv(out)
     rf = run_file(out)
@@ -288,10 +300,19 @@ def grade(
         log.warning("labs %s changed since %s was graded: their rows are regraded", sorted(stale), out)
     done = (
         set()
-        if force
-        else {(s, lab) for s, lab in zip(old["student"], old["lab"], strict=True) if lab not in stale}
+        if force or students
+        else {
+            (s, lab)
+            for s, lab, status in zip(old["student"], old["lab"], old["status"], strict=True)
+            if lab not in stale and status not in REGRADED
+        }
     )
     todo = [s for s in subs if (s.student, s.lab) not in done]
+    if not (force or students):
+        statuses = dict(zip(zip(old["student"], old["lab"], strict=True), old["status"], strict=True))
+        retry = [s for s in todo if statuses.get((s.student, s.lab)) in REGRADED]
+        if retry:
+            log.info("regrading %d row(s) whose status is missing or error", len(retry))
     write_json(
         rf, {"seed": seed, "fast": cfg.fast, "labs": {**old_fps, **fps}, "shard": tag, "sandbox": sandbox}
     )
@@ -339,5 +360,6 @@ def grade(
     df = df[[(s, lab) in keys for s, lab in zip(df["student"], df["lab"], strict=True)]].reset_index(
         drop=True
     )
-    summarize(cfg, df, out, progress=progress)
+    # one student's regrade still summarizes the class (every row of the CSV), not that student alone
+    summarize(cfg, read_csv(out) if students else df, out, progress=progress)
     return df

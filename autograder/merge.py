@@ -81,16 +81,31 @@ def _gradebook(db: Path):  # noqa: ANN202 - nbgrader Gradebook
     return Gradebook(f"sqlite:///{db}")
 
 
-def write_submission(db: Path, student: str, lab: str, cells: dict[str, dict]) -> None:
+def write_submission(
+    db: Path, student: str, lab: str, cells: dict[str, dict], *, review_kept: bool = True
+) -> None:
     """Replace (student, lab) in gradebook ``db`` by ``cells`` (grade_id -> {score, needs_manual}).
 
-    One sqlite transaction per submission: a kill mid-way leaves the previous state (sqlite's journal).
+    Hand-given points and comments (formgrader, ``manual``) survive: a regrade never loses them. As nbgrader's
+    own autograde does, a cell that kept a hand-given score is flagged for review (``needs_manual_grade``)
+    when ``review_kept`` (a new grading run: the answer may have changed); merging shards passes False, so a
+    second merge changes nothing. One sqlite transaction per submission: a kill mid-way leaves the previous
+    state (sqlite's journal).
     """
     from nbgrader.api import MissingEntry
 
     with _gradebook(db) as gb:
         gb.update_or_create_student(student)
+        kept: dict[str, tuple] = {}
+        said: dict[str, str] = {}
         try:
+            old = gb.find_submission_notebook(lab, lab, student)
+            kept = {
+                g.name: (g.manual_score, g.extra_credit, g.needs_manual_grade)
+                for g in old.grades
+                if g.manual_score is not None or g.extra_credit is not None
+            }
+            said = {c.name: c.manual_comment for c in old.comments if c.manual_comment is not None}
             gb.remove_submission(lab, student)
         except MissingEntry:
             pass
@@ -98,12 +113,24 @@ def write_submission(db: Path, student: str, lab: str, cells: dict[str, dict]) -
         nb = gb.find_submission_notebook(lab, lab, student)
         for g in nb.grades:
             c = cells.get(g.name)
-            if c is None:
-                continue
-            if c["needs_manual"]:
-                g.needs_manual_grade = True
-            else:
-                g.auto_score, g.needs_manual_grade = c["score"], False
+            if c is not None:
+                if c["needs_manual"]:
+                    g.needs_manual_grade = True
+                else:
+                    g.auto_score, g.needs_manual_grade = c["score"], False
+            if g.name in kept:
+                g.manual_score, g.extra_credit, was_pending = kept[g.name]
+                g.needs_manual_grade = bool(review_kept or was_pending)
+        for comment in nb.comments:
+            if comment.name in said:
+                comment.manual_comment = said[comment.name]
+        if kept and review_kept:
+            log.info(
+                "%s/%s: hand-given points of %s kept, flagged for review (the regraded answer may differ)",
+                student,
+                lab,
+                ", ".join(sorted(kept)),
+            )
         gb.db.commit()
 
 
@@ -211,7 +238,7 @@ def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path) -> pd.D
         labs = set(df["lab"])
         for (student, lab), cells in sorted(read_submissions(d / "gradebook.db").items()):
             if lab in labs and lab in target:
-                write_submission(gradebook, student, lab, cells)
+                write_submission(gradebook, student, lab, cells, review_kept=False)
         rows.append(df)
     all_rows = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     dup = all_rows[all_rows.duplicated(["student", "lab"], keep=False)]

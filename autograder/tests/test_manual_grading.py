@@ -5,9 +5,11 @@ that wrap long messages and name every comment, score plots with whole-student t
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from autograder.config import CourseConfig
 from autograder.feedback import WRAP_MARK, annotate_feedback
@@ -67,3 +69,235 @@ def test_lab_plot_counts_students_in_whole_numbers() -> None:
     assert counted == 2, (
         f"{counted} students in the histogram, expected 2 (105 points: extra credit above 100)"
     )
+
+
+@pytest.mark.parametrize("cmd", ["manual", "export"])
+def test_help_has_examples_and_outputs(cmd: str, capsys) -> None:  # noqa: ANN001
+    from autograder.__main__ import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([cmd, "--help"])
+    text = capsys.readouterr().out
+    assert "example" in text and "outputs" in text and "gradebook" in text, text
+
+
+# ---- a graded class: hand grading, export, regrades --------------------------------------------------------
+pytestmark = pytest.mark.timeout(1200)  # the module fixture grades a small class (about a minute on 2 cores)
+ANSWER = "all_reduce leaves the reduced sum on every participating rank."  # the reference's written answer
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[CourseConfig, Path]:
+    """Its own released fixture course (the CLI's default build/ is its own) and a class of four: alice (every
+    auto point, a written answer to grade), bob (the untouched release), carol (a misnamed notebook: missing),
+    dan (a file that is not a notebook: error)."""
+    from autograder.grade import grade
+    from autograder.mutants import reference_submission, release_notebook
+    from autograder.release import release
+
+    from .conftest import FIXTURE, write_submission
+
+    root = tmp_path_factory.mktemp("manualcourse")
+    shutil.copytree(FIXTURE, root, dirs_exist_ok=True)
+    cfg = CourseConfig(
+        root=root, cell_timeout=45, notebook_timeout=150, kernel_env=(("FIXLAB_LAUNCH_TIMEOUT", "25"),)
+    )
+    release(cfg)
+    subs = tmp_path_factory.mktemp("submitted")
+    ref = reference_submission(cfg, LAB)
+    write_submission(subs, "alice", LAB, ref)
+    write_submission(subs, "bob", LAB, release_notebook(cfg, LAB))
+    write_submission(subs, "carol", LAB, ref).rename(subs / "carol" / LAB / f"{LAB} (1).ipynb")
+    (subs / "dan" / LAB).mkdir(parents=True)
+    (subs / "dan" / LAB / f"{LAB}.ipynb").write_text("{ not a notebook")
+    df = grade(cfg, subs, progress=False, seed=5, unsafe_no_sandbox=True).set_index("student")
+    expected = {"alice": "ok", "bob": "ok", "carol": "missing", "dan": "error"}
+    assert df["status"].to_dict() == expected, df[["status", "reason"]]
+    return cfg, subs
+
+
+def _gradebook_state(cfg: CourseConfig) -> dict[tuple, tuple]:
+    """Every grade and comment of the course gradebook: (student, lab, cell, kind) -> its stored fields."""
+    from nbgrader.api import Gradebook
+
+    out: dict[tuple, tuple] = {}
+    with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
+        for a in gb.assignments:
+            for sub in a.submissions:
+                for nb in sub.notebooks:
+                    for g in nb.grades:
+                        key = (sub.student.id, a.name, g.name, "grade")
+                        out[key] = (g.auto_score, g.manual_score, g.extra_credit, g.needs_manual_grade)
+                    for c in nb.comments:
+                        out[(sub.student.id, a.name, c.name, "comment")] = (c.auto_comment, c.manual_comment)
+    return out
+
+
+def _cli(cfg: CourseConfig, *args: str) -> int:
+    from autograder.__main__ import main
+
+    return main(["--root", str(cfg.root), *args])
+
+
+def _stamp(cfg: CourseConfig, student: str) -> tuple[int, int]:
+    """Identity of a row's grading.json: rewritten (a new file) exactly when that row is graded again."""
+    st = (cfg.nbgrader_root / "feedback" / student / LAB / "grading.json").stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+def _import_alice(cfg: CourseConfig, tmp_path: Path) -> Path:
+    good = tmp_path / "good.csv"
+    good.write_text(
+        "student,lab,grade_id,points,comment\n"
+        f"alice,{LAB},explain,7.5,Names all_reduce; says nothing of why every rank agrees\n"
+        f"bob,{LAB},explain,,\n"  # no points yet: skipped
+    )
+    assert _cli(cfg, "manual", str(good)) == 0
+    return good
+
+
+def test_formgrader_config_points_at_the_course_gradebook(graded) -> None:  # noqa: ANN001
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.manual import RefuseAutograde
+
+    cfg, _ = graded
+    c = PyFileConfigLoader("nbgrader_config.py", path=str(cfg.nbgrader_root)).load_config()
+    assert c.CourseDirectory.root == str(cfg.nbgrader_root), c.CourseDirectory.root
+    assert c.CourseDirectory.db_url == f"sqlite:///{cfg.gradebook}", c.CourseDirectory.db_url
+    assert c.Autograde.autograde_preprocessors == [RefuseAutograde], c.Autograde.autograde_preprocessors
+    with pytest.raises(RuntimeError, match="python -m autograder grade"):
+        RefuseAutograde().preprocess(None, {})
+
+
+def test_template_lists_each_pending_written_answer_with_its_text(graded, tmp_path: Path) -> None:  # noqa: ANN001
+    cfg, _ = graded
+    out = tmp_path / "todo.csv"
+    assert _cli(cfg, "manual", "--template", str(out)) == 0
+    rows = pd.read_csv(out, keep_default_na=False).to_dict("records")
+    # bob's answer is the untouched stub (nbgrader scores it 0, nothing to grade); carol and dan: no notebook
+    assert [(r["student"], r["grade_id"], r["max_points"]) for r in rows] == [("alice", "explain", 10)], rows
+    assert ANSWER in rows[0]["answer"] and rows[0]["points"] == "", rows[0]
+
+
+def test_bad_rows_are_refused_by_name_and_nothing_is_written(graded, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    cfg, _ = graded
+    before = _gradebook_state(cfg)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "student,lab,grade_id,points,comment\n"
+        f"alice,{LAB},explain,8,fine\n"  # line 2: good, but the file is refused as a whole
+        f"zed,{LAB},explain,3,\n"
+        f"alice,lab99,explain,3,\n"
+        f"alice,{LAB},nope,3,\n"
+        f"alice,{LAB},add_tests,3,\n"
+        f"bob,{LAB},explain,-1,\n"
+        f"alice,{LAB},explain,11,\n"
+        f"bob,{LAB},explain,seven,\n"
+        f"carol,{LAB},explain,4,\n"
+        f"dan,{LAB},explain,4,\n"
+    )
+    assert _cli(cfg, "manual", str(bad)) == 1
+    err = capsys.readouterr().err
+    expected = [
+        "nothing written; 9 bad row(s)",
+        "line 3 (zed, fixlab, explain): unknown student 'zed'",
+        "line 4 (alice, lab99, explain): unknown lab 'lab99'",
+        "line 5 (alice, fixlab, nope): unknown grade_id 'nope' in fixlab",
+        "line 6 (alice, fixlab, add_tests): 'add_tests' is auto-graded, not a hand-graded cell",
+        "line 7 (bob, fixlab, explain): points -1 < 0",
+        "line 8 (alice, fixlab, explain): points 11 above the cell's maximum 10",
+        "line 9 (bob, fixlab, explain): points 'seven' is not a number",
+        "line 10 (carol, fixlab, explain): carol's fixlab row has status missing: no graded answer",
+        "line 11 (dan, fixlab, explain): dan's fixlab row has status error: no graded answer",
+    ]
+    missing = [m for m in expected if m not in err]
+    assert not missing, f"expected in the message: {missing}\nreceived:\n{err}"
+    after = _gradebook_state(cfg)
+    changed = {k: (before.get(k), v) for k, v in after.items() if before.get(k) != v}
+    assert after == before, f"a refused import changed the gradebook: {changed}"
+
+
+def test_export_folds_the_hand_grade_into_grades_csv_and_feedback(graded, tmp_path: Path) -> None:  # noqa: ANN001
+    from autograder.merge import read_csv
+
+    cfg, _ = graded
+    csv = cfg.build / "grades.csv"
+    graded_rows = read_csv(csv).set_index("student")
+    assert graded_rows.loc["alice", "needs_manual"] == 10 and graded_rows.loc["alice", "score"] == 90, (
+        graded_rows
+    )
+    before = _gradebook_state(cfg)
+    _import_alice(cfg, tmp_path)
+    after = _gradebook_state(cfg)
+    changed = sorted(k for k in after if after[k] != before.get(k))
+    expected = [("alice", LAB, "explain", "comment"), ("alice", LAB, "explain", "grade")]
+    assert changed == expected, f"changed {changed}, expected only alice's written answer {expected}"
+    assert after[("alice", LAB, "explain", "grade")] == (None, 7.5, None, False), after
+
+    assert _cli(cfg, "export") == 0
+    rows = read_csv(csv).set_index("student")
+    got = rows.loc["alice", ["score", "explain", "needs_manual", "add", "status"]].to_dict()
+    want = {"score": 97.5, "explain": 7.5, "needs_manual": 0, "add": 30, "status": "ok"}
+    assert got == want, f"alice's final row {got}, expected {want}"
+    others = ["bob", "carol", "dan"]
+    cols = ["score", "needs_manual", "status", "reason"]
+    assert rows.loc[others, cols].equals(graded_rows.loc[others, cols]), (
+        graded_rows.loc[others],
+        rows.loc[others],
+    )
+
+    page = (cfg.nbgrader_root / "feedback" / "alice" / LAB / f"{LAB}.html").read_text()
+    assert "<h4>fixlab (Score: 97.5 / 100.0)</h4>" in page, [ln for ln in page.splitlines() if "<h4>" in ln]
+    assert "(Score: 7.5 / 10.0)" in page and "says nothing of why every rank agrees" in page
+    assert "pending manual grading" not in page
+    assert (cfg.nbgrader_root / "feedback" / "alice" / LAB / "grading.json").exists(), (
+        "export lost grading.json"
+    )
+
+    first = csv.read_bytes()
+    assert _cli(cfg, "export", "--no-feedback") == 0
+    assert csv.read_bytes() == first, "a second export changed grades.csv"
+
+
+def test_grade_student_regrades_only_that_student_and_keeps_hand_grades(graded, tmp_path: Path) -> None:  # noqa: ANN001
+    from autograder.__main__ import build_parser
+    from autograder.grade import grade
+
+    cfg, subs = graded
+    args = build_parser().parse_args(["grade", str(subs), "--student", "alice", "--student", "bob"])
+    assert args.student == ["alice", "bob"], args.student
+    with pytest.raises(ValueError, match="--student zed: no such student folder"):
+        grade(cfg, subs, students=["zed"], progress=False, unsafe_no_sandbox=True)
+
+    _import_alice(cfg, tmp_path)
+    stamps = {s: _stamp(cfg, s) for s in ("alice", "bob", "carol", "dan")}
+    df = grade(cfg, subs, students=["alice"], progress=False, unsafe_no_sandbox=True)
+    assert list(df["student"]) == ["alice"] and list(df["status"]) == ["ok"], df
+    again = {s: _stamp(cfg, s) != stamps[s] for s in stamps}
+    assert again == {"alice": True, "bob": False, "carol": False, "dan": False}, f"regraded: {again}"
+    # the hand-given score survives the regrade, flagged for review as nbgrader's own autograde does
+    auto, manual, _, review = _gradebook_state(cfg)[("alice", LAB, "explain", "grade")]
+    assert (manual, review) == (7.5, True), f"alice's explain after regrade: manual {manual}, review {review}"
+
+
+def test_rerun_regrades_missing_and_error_rows_and_keeps_ok_rows(graded) -> None:  # noqa: ANN001
+    import nbformat
+
+    from autograder.grade import grade
+    from autograder.merge import read_csv
+    from autograder.mutants import reference_submission
+
+    cfg, subs = graded
+    before = read_csv(cfg.build / "grades.csv").set_index("student")
+    stamps = {s: _stamp(cfg, s) for s in ("alice", "bob", "carol", "dan")}
+    (subs / "carol" / LAB / f"{LAB} (1).ipynb").rename(subs / "carol" / LAB / f"{LAB}.ipynb")  # renamed
+    nbformat.write(reference_submission(cfg, LAB), subs / "dan" / LAB / f"{LAB}.ipynb")  # a fixed file
+    grade(cfg, subs, progress=False, unsafe_no_sandbox=True)
+    after = read_csv(cfg.build / "grades.csv").set_index("student")
+    again = {s: _stamp(cfg, s) != stamps[s] for s in stamps}
+    assert again == {"alice": False, "bob": False, "carol": True, "dan": True}, f"regraded: {again}"
+    assert after.loc[["carol", "dan"], "status"].tolist() == ["ok", "ok"], after[["status", "reason"]]
+    assert after.loc[["carol", "dan"], "score"].tolist() == [90, 90], after[["score", "reason"]]
+    kept = ["alice", "bob"]
+    assert after.loc[kept].equals(before.loc[kept]), (before.loc[kept], after.loc[kept])
