@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from course_dist.seed import FAST_VAR
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -98,7 +100,7 @@ class CourseConfig:
         # The per-cell limit the executors give nbclient (``int(cell_timeout)``): course_dist.launch shortens
         # its own timeout to what the cell has left, so a hang is reported by the launcher (LaunchTimeout
         # naming the stuck rank), not cut short by the interrupt (KeyboardInterrupt).
-        env = {"COURSE_FAST": "1" if self.fast else "0", "COURSE_CELL_TIMEOUT_S": str(int(self.cell_timeout))}
+        env = {FAST_VAR: "1" if self.fast else "0", "COURSE_CELL_TIMEOUT_S": str(int(self.cell_timeout))}
         env.update(dict(self.kernel_env))
         return env
 

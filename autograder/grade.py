@@ -35,7 +35,7 @@ from autograder.config import CourseConfig
 from autograder.merge import BASE_COLUMNS, TAIL_COLUMNS, read_csv, run_file, write_csv, write_json
 from autograder.outcome import Outcome, outcome_from_result, outcome_row, source_cells
 from autograder.procs import TOKEN_VAR
-from autograder.shard import Submission, find_submissions
+from autograder.shard import REFUSED, Submission, find_submissions
 
 __all__ = ["BASE_COLUMNS", "TAIL_COLUMNS", "Outcome", "grade", "write_csv"]
 log = logging.getLogger("autograder.grade")
@@ -113,7 +113,9 @@ def grade_one(run: Run, sub: Submission, client) -> Outcome:  # noqa: ANN001 - w
     """Grade one submission through ``client``'s worker; always returns an Outcome (never raises)."""
     cfg = run.cfg
     if not sub.gradable:
-        return Outcome(sub.student, sub.lab, "missing", sub.problem, cells=source_cells(cfg, sub.lab))
+        # a refused folder (links, devices) is an error row: a rerun grades it again once it is plain files
+        status = "error" if sub.problem.startswith(REFUSED) else "missing"
+        return Outcome(sub.student, sub.lab, status, sub.problem, cells=source_cells(cfg, sub.lab))
     t0 = time.monotonic()
     work = run.work / f"{sub.student}__{sub.lab}"
     if work.exists():
