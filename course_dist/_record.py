@@ -31,7 +31,9 @@ OPS: dict[str, str | None] = {
     "all_gather_into_tensor": "input_tensor",
     "reduce_scatter": "output",
     "reduce_scatter_tensor": "input",
-    # torch 2.13's names (FSDP2 calls these; the *_into_tensor / *_tensor ones are deprecated aliases)
+    "_all_gather_base": "input_tensor",
+    "_reduce_scatter_base": "input",
+    # torch 2.13's names (FSDP2 calls these; the *_into_tensor / *_tensor / *_base ones are aliases)
     "all_gather_single": "input_tensor",
     "reduce_scatter_single": "input",
     "gather": "tensor",
@@ -51,6 +53,16 @@ OPS: dict[str, str | None] = {
     "batch_isend_irecv": "p2p_op_list",
 }
 P2P = {"send", "recv", "isend", "irecv", "batch_isend_irecv"}
+# Other names of one collective -> the name recorded for it. In torch 2.13 each alias only forwards to its
+# target with the same arguments (distributed_c10d), so it moves the same bytes; recording the target's name
+# keeps counts, byte totals and cross-rank comparisons independent of the spelling a student picked. The
+# name actually called stays in the record as ``called``. Applied only where the target exists (install).
+ALIASES: dict[str, str] = {
+    "all_gather_into_tensor": "all_gather_single",
+    "_all_gather_base": "all_gather_single",
+    "reduce_scatter_tensor": "reduce_scatter_single",
+    "_reduce_scatter_base": "reduce_scatter_single",
+}
 LAST_SIZE = 1024
 
 _last_fd: int | None = None
@@ -60,6 +72,7 @@ _seq: dict[str, int] = {}
 _group_names: dict[int, tuple[str, list[int] | None]] = {}
 _installed = False
 _skip_prefixes: tuple[str, ...] = ()
+_recorded_as: dict[str, str] = {}  # ALIASES whose target this torch has (filled by install)
 
 
 def _describe(value: Any) -> tuple[Any, str | None]:
@@ -158,6 +171,7 @@ def _wrap(dist: Any, name: str, fn: Any, tensor_param: str | None) -> Any:
     t_idx = params.index(tensor_param) if tensor_param in params else None
     g_idx = params.index("group") if "group" in params else None
     is_p2p = name in P2P
+    op = _recorded_as.get(name, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if getattr(_inside, "op", None):  # torch implementing one traced op with another (send -> isend)
@@ -175,7 +189,8 @@ def _wrap(dist: Any, name: str, fn: Any, tensor_param: str | None) -> Any:
         rec = {
             "rank": _rank,
             "seq": seq,
-            "op": name,
+            "op": op,
+            "called": name,
             "shape": shape,
             "dtype": dtype,
             "group": gname,
@@ -225,6 +240,9 @@ def install(run_dir: str, rank: int, trace: bool) -> None:
     if _installed:
         return
     from torch.distributed import distributed_c10d as c10d
+
+    _recorded_as.clear()
+    _recorded_as.update({a: t for a, t in ALIASES.items() if hasattr(dist, t)})
 
     for name, tensor_param in OPS.items():
         fn = getattr(dist, name, None)

@@ -3,7 +3,10 @@
 ``launch(fn, trace=True)`` records each ``torch.distributed`` collective a rank issues (``_record``) and
 returns ``result.trace`` (also ``err.trace`` on RankError / LaunchTimeout, holding what was written before the
 failure). Columns: rank, seq (per group, per rank), op, shape, dtype, group, call site, t_start, t_end (None:
-never returned or never waited on).
+never returned or never waited on), group_ranks, called. ``op`` names the collective: torch's other names for
+one (``all_gather_into_tensor`` and ``_all_gather_base`` for ``all_gather_single``, ``reduce_scatter_tensor``
+and ``_reduce_scatter_base`` for ``reduce_scatter_single``) are recorded under it, so counts and bytes do
+not depend on the spelling; ``called`` is the name the code used.
 
 Why our own trace when torch has ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: DETAIL reports most mismatches, but a
 rank that *skips* a collective and then calls a barrier is reported as a REDUCE/GATHER mismatch; lining up
@@ -25,14 +28,15 @@ P2P_GROUP = "p2p"
 def to_frame(rows: list[dict], world_size: int) -> pd.DataFrame:
     """Records from the ranks' JSONL files -> DataFrame by (rank, group, seq); ``attrs['world_size']`` set."""
     df = pd.DataFrame(rows)
-    for c in COLUMNS + ["group_ranks"]:
+    for c in COLUMNS + ["group_ranks", "called"]:
         if c not in df:
             df[c] = None
+    df["called"] = df["called"].where(df["called"].notna(), df["op"])
     df["shape"] = df["shape"].map(
         lambda s: tuple(tuple(x) if isinstance(x, list) else x for x in s) if isinstance(s, list) else s
     )
     df = (
-        df[COLUMNS + ["group_ranks"]]
+        df[COLUMNS + ["group_ranks", "called"]]
         .sort_values(["rank", "group", "seq"], kind="stable")
         .reset_index(drop=True)
     )
@@ -56,14 +60,16 @@ class Divergence:
 
 
 def _call(row: Any) -> dict:
-    return {"op": row.op, "shape": row.shape, "dtype": row.dtype, "site": row.site}
+    called = getattr(row, "called", None) or row.op
+    return {"op": row.op, "shape": row.shape, "dtype": row.dtype, "site": row.site, "called": called}
 
 
 def _fmt(call: dict | None) -> str:
     if call is None:
         return "never called it"
     shape = f"(shape={list(call['shape'])}, {call['dtype']})" if call["shape"] is not None else "()"
-    return f"called {call['op']}{shape} at {call['site']}"
+    alias = f" (as {call['called']})" if call.get("called", call["op"]) != call["op"] else ""
+    return f"called {call['op']}{shape}{alias} at {call['site']}"
 
 
 def first_divergence(trace: pd.DataFrame, world_size: int | None = None) -> Divergence | None:

@@ -5,7 +5,10 @@ of a full tensor of S bytes: all-reduce 2(N-1)/N S; all-gather and reduce-scatte
 (what a rank must receive); the trace gives each call's shape and dtype, from which S follows.
 
 FSDP2 calls ``dist.all_gather_single`` / ``dist.reduce_scatter_single``; ``record_single_collectives()``
-(inside a rank, before the first step) makes those show in the trace too.
+(inside a rank, before the first step) makes those show in the trace too. torch's other names for them
+(``all_gather_into_tensor``, ``_all_gather_base``, ``reduce_scatter_tensor``, ``_reduce_scatter_base``) are
+counted as them: course_dist records them so, and frames recorded elsewhere are mapped here too.
+The list forms (``all_gather``, ``reduce_scatter``) move the same bytes and are counted under their own names.
 """
 
 from __future__ import annotations
@@ -19,19 +22,25 @@ import torch
 import torch.distributed as dist
 
 import course_dist
+from course_dist import _record
 
 _ITEM = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "uint8": 1,
          "int8": 1, "bool": 1}
-# op -> (which tensor the trace records, how many times the FULL tensor that is; ring factor on the full)
+# op -> ring factor on the FULL tensor S (what a rank sends or receives per byte of S)
 _FULL_FACTOR = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather_into_tensor": lambda n: (n - 1) / n,  # the trace records the shard: full = N x shard
-    "all_gather_single": lambda n: (n - 1) / n,
-    "reduce_scatter_tensor": lambda n: (n - 1) / n,  # the trace records the full input
-    "reduce_scatter_single": lambda n: (n - 1) / n,
+    "all_gather_single": lambda n: (n - 1) / n,  # the trace records the input shard: S = N x shard
+    "all_gather": lambda n: (n - 1) / n,  # list form: the trace records the input shard too
+    "reduce_scatter_single": lambda n: (n - 1) / n,  # the trace records the full input
+    "reduce_scatter": lambda n: (n - 1) / n,  # list form: the trace records the output shard
     "broadcast": lambda n: 1.0,
 }
-_RECORDS_SHARD = {"all_gather_into_tensor", "all_gather_single"}
+_RECORDS_SHARD = {"all_gather_single", "all_gather", "reduce_scatter"}
+
+
+def _op(name: str) -> str:
+    """The collective a trace row's op names (torch's aliases -> the name course_dist records)."""
+    return _record.ALIASES.get(name, name)
 
 
 def _numel(shape: Any) -> int:
@@ -56,14 +65,15 @@ def traffic(trace: pd.DataFrame, world: int | None = None, rank: int = 0,
     world = world or trace.attrs.get("world_size") or int(trace["rank"].max()) + 1
     rows: dict[str, dict[str, float]] = {}
     for rec in _select(trace, rank, window).itertuples():
-        if rec.op not in _FULL_FACTOR:
+        op = _op(rec.op)
+        if op not in _FULL_FACTOR:
             continue
         nbytes = _numel(rec.shape) * _ITEM.get(str(rec.dtype), 4)
-        full = nbytes * world if rec.op in _RECORDS_SHARD else nbytes
-        row = rows.setdefault(rec.op, {"op": rec.op, "calls": 0, "full_bytes": 0.0, "ring_bytes": 0.0})
+        full = nbytes * world if op in _RECORDS_SHARD else nbytes
+        row = rows.setdefault(op, {"op": op, "calls": 0, "full_bytes": 0.0, "ring_bytes": 0.0})
         row["calls"] += 1
         row["full_bytes"] += full
-        row["ring_bytes"] += full * _FULL_FACTOR[rec.op](world) if world > 1 else 0.0
+        row["ring_bytes"] += full * _FULL_FACTOR[op](world) if world > 1 else 0.0
     return pd.DataFrame(list(rows.values()), columns=["op", "calls", "full_bytes", "ring_bytes"])
 
 
@@ -78,15 +88,13 @@ def collective_counts(trace: pd.DataFrame, rank: int = 0, steps: int = 1,
                       window: tuple[float, float] | None = None) -> dict[str, float]:
     """Calls per step of each collective op on ``rank`` (within ``window``)."""
     sub = _select(trace, rank, window)
-    return {op: n / steps for op, n in sub.groupby("op").size().items()}
+    return {op: n / steps for op, n in sub.groupby(sub["op"].map(_op)).size().items()}
 
 
 def record_single_collectives() -> None:
     """Inside a rank: make ``dist.all_gather_single`` / ``dist.reduce_scatter_single`` (torch 2.13's names;
     FSDP2 uses them, ``*_into_tensor``/``*_tensor`` are deprecated) appear in the course_dist trace, which
     records the ``dist.*`` calls it knows. Idempotent."""
-    from course_dist import _record
-
     if not _record._installed:
         return
     for name, param in (("all_gather_single", "input_tensor"), ("reduce_scatter_single", "input")):

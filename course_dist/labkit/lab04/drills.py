@@ -28,8 +28,27 @@ SaveFn = Callable[..., Any]  # save(root, step, parts, *, keep) -> Path
 LoadFn = Callable[..., Loaded]  # load(root) -> Loaded
 
 
+def _follow_renames(records: list[dict], until: int) -> list[dict]:
+    """``records`` with each operation's path replaced by the name its file carries once every rename before
+    op ``until`` has happened: a file written as ``a.pt.part``, fsynced and renamed to ``a.pt`` is one file,
+    and the fsync of ``a.pt.part`` made ``a.pt``'s data durable (renames of a folder move what is inside)."""
+    moves = [(r["n"], r["src"], r["path"]) for r in records
+             if r["op"] == "rename" and r.get("src") is not None and r["n"] < until]
+    out = []
+    for r in records:
+        path = r["path"]
+        if r["op"] != "rename":
+            for n, src, dst in moves:
+                if n > r["n"] and (path == src or path.startswith(src + "/")):
+                    path = dst + path[len(src):]
+        out.append(r if path == r["path"] else {**r, "path": path})
+    return out
+
+
 def protocol_problems(records: list[dict], step: int) -> list[str]:
-    """Rules a durable, atomic save must follow, checked on the operation log of one complete save."""
+    """Rules a durable, atomic save must follow, checked on the operation log of one complete save.
+
+    Files are followed through renames before the publishing one (:func:`_follow_renames`)."""
     final = step_dir_name(step)
     problems: list[str] = []
     pub = [r for r in records if r["op"] == "rename" and r["path"] == final]
@@ -44,6 +63,7 @@ def protocol_problems(records: list[dict], step: int) -> list[str]:
     p, tmp = pub[0]["n"], pub[0]["src"]
     if tmp is None:
         return problems + [f"{final} is published by a rename from outside the checkpoint root"]
+    records = _follow_renames(records, p)
     inside = [r for r in records if r["path"].startswith(tmp + "/") and r["op"] in ("open", "write", "close")]
     files = sorted({r["path"] for r in inside})
     for f in files:
@@ -57,9 +77,10 @@ def protocol_problems(records: list[dict], step: int) -> list[str]:
     for f in sorted(f"{tmp}/{c}" for c in (pub[0].get("contents") or [])):
         if f not in files and not any(r["op"] == "fsync" and r["path"] == f and r["n"] < p for r in records):
             problems.append(
-                f"{f} was in {tmp} when it was renamed, but no fsync of it was seen: torch.save(obj, path) "
-                f"writes through torch's C++ writer and never fsyncs; open the file yourself, "
-                f"torch.save(obj, f), f.flush(), os.fsync(f.fileno())"
+                f"{f} was in {tmp} when it was renamed, but no write or fsync of it was seen (under this "
+                f"name or any it was renamed from): if torch.save(obj, path) wrote it, that goes through "
+                f"torch's C++ writer and never fsyncs; open the file yourself, torch.save(obj, f), "
+                f"f.flush(), os.fsync(f.fileno())"
             )
     files = sorted(set(files) | {f"{tmp}/{c}" for c in (pub[0].get("contents") or [])})
     man = [f for f in files if f.endswith("/" + MANIFEST)]

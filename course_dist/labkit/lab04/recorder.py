@@ -101,21 +101,29 @@ class _Ops:
             def __init__(self, f: Any, rel: str) -> None:
                 self._f, self._rel = f, rel
 
+            @property
+            def rel(self) -> str:
+                # the file's name now: a rename while it is open moves its records to the new name
+                if not self._f.closed:
+                    self._rel = ops.fds.get(self._f.fileno(), self._rel)
+                return self._rel
+
             def write(self, data: Any) -> int:
                 def half() -> None:
                     self._f.write(data[: len(data) // 2])
                     self._f.flush()
 
-                ops.hit("write", self._rel, half=half)
+                ops.hit("write", self.rel, half=half)
                 return self._f.write(data)
 
             def flush(self) -> None:
-                ops.hit("flush", self._rel)
+                ops.hit("flush", self.rel)
                 self._f.flush()
 
             def close(self) -> None:
                 if not self._f.closed:
-                    ops.hit("close", self._rel)
+                    ops.hit("close", self.rel)
+                    ops.fds.pop(self._f.fileno(), None)
                 self._f.close()
 
             def __enter__(self) -> _File:
@@ -130,7 +138,15 @@ class _Ops:
         def open_(file: Any, mode: str = "r", *a: Any, **kw: Any) -> Any:
             rel = ops.rel(file)
             if rel is None or not any(c in mode for c in "wax+"):
-                return real_open(file, mode, *a, **kw)
+                f = real_open(file, mode, *a, **kw)
+                # a file opened to be read can still be fsynced (open(path, "rb"), os.fsync(f.fileno())):
+                # name its fd, and forget whatever an earlier, closed file left under that number
+                if hasattr(f, "fileno") and not isinstance(file, int):
+                    if rel is None:
+                        ops.fds.pop(f.fileno(), None)
+                    else:
+                        ops.fds[f.fileno()] = rel
+                return f
             ops.hit("open", rel, created=not os.path.exists(file))
             f = real_open(file, mode, *a, **kw)
             ops.fds[f.fileno()] = rel
@@ -144,6 +160,8 @@ class _Ops:
             fd = real["open"](path, flags, mode, dir_fd=dir_fd)
             if rel is not None:
                 ops.fds[fd] = rel
+            else:  # a number reused outside the root is not the file that had it before
+                ops.fds.pop(fd, None)
             return fd
 
         def os_write(fd: int, data: Any) -> int:
@@ -174,8 +192,15 @@ class _Ops:
                     base = os.path.join(ops.root, rel_src)
                     contents = sorted(os.path.relpath(os.path.join(d, f), base)
                                       for d, _, fs in os.walk(base) for f in fs)
-                ops.hit("rename", ops.rel(dst, dst_dir_fd), src=rel_src, contents=contents)
+                rel_dst = ops.rel(dst, dst_dir_fd)
+                ops.hit("rename", rel_dst, src=rel_src, contents=contents)
                 real[name](src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+                if rel_src is not None and rel_dst is not None:
+                    # a file still open under the old name (or inside a renamed folder) has the new one now:
+                    # an fsync of their fd after the rename is recorded under the name it makes durable
+                    for fd, rel in list(ops.fds.items()):
+                        if rel == rel_src or rel.startswith(rel_src + "/"):
+                            ops.fds[fd] = rel_dst + rel[len(rel_src):]
 
             return f
 
