@@ -103,8 +103,8 @@ def check_card(card: SolutionCard, measured: dict[str, float], rtol: float = 0.2
     least
     ``MIN_JUSTIFICATION_WORDS`` words and not a placeholder; for every ``measured[name]`` the card's value
     is within
-    ``rtol`` (relative) of it. Raises AssertionError naming the field and the numbers; ValueError for bad
-    arguments.
+    ``rtol`` (relative) of it. Raises AssertionError naming the field and the numbers, every problem on its
+    first line (the line a grade reason keeps); ValueError for bad arguments.
     """
     if not isinstance(card, SolutionCard):
         raise TypeError(f"check_card expects a SolutionCard, got {type(card).__name__}")
@@ -145,7 +145,8 @@ def check_card(card: SolutionCard, measured: dict[str, float], rtol: float = 0.2
                 f"{name}: card says {lim.value} {lim.unit}, the lab measured {value} "
                 f"(off by {rel:.0%}, tolerance {rtol:.0%})"
             )
-    assert not problems, "solution card incomplete or inconsistent:\n  " + "\n  ".join(problems)
+    # Every problem on the first line: a grade reason keeps only an error's first line.
+    assert not problems, "solution card incomplete or inconsistent: " + "; ".join(problems)
 
 
 __all__ = ["LIMITS", "Limit", "SolutionCard", "check_card"]
