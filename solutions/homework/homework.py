@@ -154,7 +154,9 @@ if not FAST:
 # (`rtol=1e-4, atol=1e-5`).
 
 # %% nbgrader={"grade": true, "grade_id": "ddp_tests", "locked": true, "points": 14, "schema_version": 3, "solution": false}
-assert hw.grad_accum_steps(64, 16, 2) == 2 and hw.grad_accum_steps(64, 16, 1) == 4
+assert hw.grad_accum_steps(64, 16, 2) == 2 and hw.grad_accum_steps(64, 16, 1) == 4, (
+    f"grad_accum_steps(64, 16, world): got {hw.grad_accum_steps(64, 16, 2)} at world 2 and "
+    f"{hw.grad_accum_steps(64, 16, 1)} at world 1, expected 2 and 4")
 raises(ValueError, "48", hw.grad_accum_steps, 48, 16, 2)
 lrs = lr_curve(warmup=4, total=20)
 assert lrs[0] < lrs[1] < lrs[3] <= 0.1 + 1e-12, f"no linear warm-up to lr=0.1 over 4 steps: {lrs[:5]}"
@@ -168,7 +170,7 @@ for s, (got, want) in enumerate(zip(ddp["losses"], ddp["oracle_losses"], strict=
     assert abs(got - want) <= 1e-5 * abs(want), f"step {s}: world-2 loss {got}, torch one-process SGD {want}"
 assert ddp["max_param_diff"] < 1e-5, (
     f"parameters after 3 SGD steps differ from torch's one-process SGD by {ddp['max_param_diff']:.3g} "
-    "(loss not divided by accum? gradients not averaged over ranks?)")
+    "(want < 1e-5; loss not divided by accum? gradients not averaged over ranks?)")
 w1 = run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8)
 w2 = run("w2_sgd", nproc=2, **SGD, epochs=3, ckpt_every=8)
 l1, l2 = step_losses(w1), step_losses(w2)
@@ -291,7 +293,9 @@ _smp = hw.ElasticSampler(len(_data), _cfg.global_batch, _cfg.micro_batch, 1, 0, 
 shared, local = hw.capture_state(_model, _opt, _sched, _smp, 5, 0, _cfg, _data.meta, 1)
 for key in ("model", "optimizer", "scheduler", "sampler", "step", "epoch", "config", "dataset", "world_size"):
     assert key in shared, f"shared state lacks {key!r}: has {sorted(shared)}"
-assert shared["dataset"]["version"] == "v1" and shared["config"]["dropout"] == 0.3, (shared["dataset"], shared["config"])
+assert shared["dataset"]["version"] == "v1" and shared["config"]["dropout"] == 0.3, (
+    f"shared state: dataset version {shared['dataset'].get('version')!r} and config dropout "
+    f"{shared['config'].get('dropout')!r}, expected 'v1' and 0.3")
 _expect = (torch.rand(3), random.random())
 torch.manual_seed(999)
 random.seed(999)
@@ -306,7 +310,7 @@ part = WORK / "w2_drop_resumed"
 kit.launch_trainer(hw, part, kit.cli(**DROP, max_steps=8), nproc=2).check()
 assert 8 in kit.checkpoint_steps(part), f"no checkpoint at step 8: {kit.checkpoint_steps(part)}"
 kit.launch_trainer(hw, part, kit.cli(**DROP), nproc=2).check()  # new processes: only the checkpoint carries over
-assert kit.final(part)["resumed_from"] == 8, kit.final(part)
+assert kit.final(part)["resumed_from"] == 8, f"resumed_from {kit.final(part)['resumed_from']}, expected 8: {kit.final(part)}"
 diff = kit.bitwise_equal(kit.final_params(full), kit.final_params(part))
 assert not diff, f"world-2 run with dropout 0.3 resumed at step 8 differs from the uninterrupted one in {diff}"
 ### BEGIN HIDDEN TESTS
@@ -344,17 +348,24 @@ ev.rule("world 2 dropout: resumed vs uninterrupted",
 _root = WORK / "atomic_unit"
 for _step in (1, 2, 3):
     hw.save_checkpoint(_root, _step, {"step": _step, "x": torch.arange(_step)}, {"step": _step}, 0, 1, keep_last=2)
-assert [p.name for p in sorted(_root.glob("step-*"))] == ["step-00000002", "step-00000003"], list(_root.iterdir())
-assert hw.latest_checkpoint(_root).name == "step-00000003" and (_root / "latest").read_text() == "step-00000003"
+assert [p.name for p in sorted(_root.glob("step-*"))] == ["step-00000002", "step-00000003"], (
+    f"3 saves with keep_last=2: kept {[p.name for p in sorted(_root.glob('step-*'))]}, "
+    "expected ['step-00000002', 'step-00000003']")
+assert hw.latest_checkpoint(_root).name == "step-00000003" and (_root / "latest").read_text() == "step-00000003", (
+    f"latest_checkpoint {hw.latest_checkpoint(_root)}, 'latest' file {(_root / 'latest').read_text()!r}, "
+    "expected step-00000003 for both")
 _victim = _root / "step-00000003" / "shared.pt"
 _b = bytearray(_victim.read_bytes())
 _b[len(_b) // 2] ^= 0xFF
 _victim.write_bytes(bytes(_b))
 assert not hw.verify_checkpoint(_root / "step-00000003"), "a flipped byte still verifies: no checksums?"
-assert hw.latest_checkpoint(_root).name == "step-00000002", "latest_checkpoint returned a corrupt checkpoint"
+assert hw.latest_checkpoint(_root).name == "step-00000002", \
+    f"step 3 is corrupt: latest_checkpoint returned {hw.latest_checkpoint(_root)}, expected step-00000002"
 two = kit.two_phase_check(hw, WORK / "two_phase")
-assert two["same_path_on_both"] and two["verifies"], two
-assert two["manifest_world_size"] == 2 and two["manifest_files"] == ["rank-00000.pt", "rank-00001.pt", "shared.pt"], two
+assert two["same_path_on_both"] and two["verifies"], f"expected same_path_on_both and verifies True, got {two}"
+assert two["manifest_world_size"] == 2 and two["manifest_files"] == ["rank-00000.pt", "rank-00001.pt", "shared.pt"], (
+    f"manifest: world_size {two['manifest_world_size']}, files {two['manifest_files']}; expected 2 and "
+    "['rank-00000.pt', 'rank-00001.pt', 'shared.pt']")
 assert two["each_rank_loads_its_own"] == [0, 1], f"load_checkpoint(path, r) must return rank r's own state: {two}"
 assert not two["torn_verifies"], f"a world-2 checkpoint without rank 1's file verifies: {two}"
 assert two["latest_with_torn"] == two["published"], f"latest_checkpoint chose the torn checkpoint: {two}"
@@ -367,12 +378,15 @@ r = kit.crash_in_save(hw, crash, _args, step=16, nth=2)
 assert r.returncode == -signal.SIGKILL, f"the crash drill did not die in the save (exit {r.returncode}):\n{r.output[-2000:]}"
 for p in (crash / "ckpt").glob("step-*"):
     assert hw.verify_checkpoint(p), f"{p.name} exists under its final name but is incomplete: the save is not atomic"
-assert hw.latest_checkpoint(crash / "ckpt").name == "step-00000008", kit.checkpoint_steps(crash)
+assert hw.latest_checkpoint(crash / "ckpt").name == "step-00000008", (
+    f"after the crash in step 16's save: latest {hw.latest_checkpoint(crash / 'ckpt')}, expected "
+    f"step-00000008 (checkpoints {kit.checkpoint_steps(crash)})")
 kit.launch_trainer(hw, crash, _args).check()
-assert kit.final(crash)["resumed_from"] == 8, kit.final(crash)
+assert kit.final(crash)["resumed_from"] == 8, f"resumed_from {kit.final(crash)['resumed_from']}, expected 8: {kit.final(crash)}"
 diff = kit.bitwise_equal(kit.final_params(crash), kit.final_params(run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8)))
 assert not diff, f"after the crash and resume the parameters differ in {diff}"
-assert len(kit.checkpoint_steps(crash)) <= kit.SMALL["keep_last"], kit.checkpoint_steps(crash)
+assert len(kit.checkpoint_steps(crash)) <= kit.SMALL["keep_last"], (
+    f"checkpoints kept {kit.checkpoint_steps(crash)}, expected at most keep_last = {kit.SMALL['keep_last']}")
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
 
@@ -449,7 +463,8 @@ assert hw.verify_checkpoint(term / "ckpt" / f"step-{last:08d}"), f"the SIGTERM c
 TERM_SAVE_S = float(hw.load_metrics(term, event="checkpoint")["seconds"].max())
 assert TERM_SAVE_S < 30, f"the SIGTERM checkpoint took {TERM_SAVE_S:.1f} s: torchrun SIGKILLs after 30 s"
 kit.launch_trainer(hw, term, kit.cli(**REC), nproc=2).check()
-assert kit.final(term)["resumed_from"] == last, kit.final(term)
+assert kit.final(term)["resumed_from"] == last, \
+    f"resumed_from {kit.final(term)['resumed_from']}, expected {last}: {kit.final(term)}"
 diff = kit.bitwise_equal(kit.final_params(base), kit.final_params(term))
 assert not diff, f"SIGTERM at step {last}, then resumed: final parameters differ in {diff}"
 # contracts: another learning rate, another dataset version -> refused, naming them
@@ -548,7 +563,8 @@ ev.equal("world 2 -> 1: resumed_from", got["resumed_from"])
 _fake = pd.DataFrame([{"step": s, "rank": r, "attempt": 0, "step_s": 0.1 + 0.05 * (r == 1), "compute_s": 0.05 + 0.05 * (r == 1),
                        "wait_s": 0.05 * (r == 0), "sync_s": 0.01} for s in range(1, 6) for r in (0, 1)])
 _rep = hw.straggler_report(_fake, skip=0)
-assert _rep["slowest_rank"] == 1 and abs(_rep["waited_s"] - 0.25) < 1e-9, _rep["text"]
+assert _rep["slowest_rank"] == 1 and abs(_rep["waited_s"] - 0.25) < 1e-9, (
+    f"slowest rank {_rep['slowest_rank']} and waited_s {_rep['waited_s']}, expected 1 and 0.25: {_rep['text']}")
 slow_rank = DRILL.randint(0, 1)
 st = WORK / "straggler"
 kit.launch_trainer(hw, st, kit.cli(epochs=1, micro_batch=32), nproc=2, slow_compute=f"{slow_rank}:0.03").check()
@@ -556,15 +572,19 @@ m = hw.load_metrics(st)
 assert sorted(set(m["rank"])) == [0, 1] and len(m) == 16, f"expected 8 steps x 2 ranks, got {len(m)} rows"
 for col in hw.metrics.STEP_FIELDS:
     assert col in m.columns, f"metrics lack {col}: {list(m.columns)}"
-assert (m["samples_per_s"] - m["samples"] / m["step_s"]).abs().max() < 1e-6 * m["samples_per_s"].max()
+assert (m["samples_per_s"] - m["samples"] / m["step_s"]).abs().max() < 1e-6 * m["samples_per_s"].max(), (
+    f"samples_per_s must equal samples / step_s: max |diff| {(m['samples_per_s'] - m['samples'] / m['step_s']).abs().max():.3g} "
+    f"(want < {1e-6 * m['samples_per_s'].max():.3g})")
 for r_ in (0, 1):
     csv_ = pd.read_csv(st / "metrics" / f"rank-{r_}.csv")
-    assert len(csv_) == 8 and {"step", "loss", "wait_s", "compute_s"} <= set(csv_.columns), csv_.columns
+    assert len(csv_) == 8 and {"step", "loss", "wait_s", "compute_s"} <= set(csv_.columns), (
+        f"{len(csv_)} rows with columns {list(csv_.columns)}; expected 8 rows with step, loss, wait_s, compute_s")
 rep = hw.straggler_report(m)
 print(rep["text"])
 display(rep["per_rank"])
 assert rep["slowest_rank"] == slow_rank, f"rank {slow_rank} was slowed inside its forward pass, report: {rep['text']}"
-assert rep["waited_s"] >= 0.5 * 7 * 0.03, f"the others waited only {rep['waited_s']:.3f} s for a 30 ms/step straggler"
+assert rep["waited_s"] >= 0.5 * 7 * 0.03, \
+    f"the others waited only {rep['waited_s']:.3f} s for a 30 ms/step straggler (want >= {0.5 * 7 * 0.03:.3f} s)"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence
 
@@ -612,9 +632,13 @@ for (_, row), (_, lg) in zip(scaling.iterrows(), from_logs.iterrows(), strict=Fa
     assert abs(row.samples_per_s - lg.samples_per_s) <= 1e-6 * lg.samples_per_s, (
         f"world {row.world}: table {row.samples_per_s:.6g} samples/s, metrics logs {lg.samples_per_s:.6g}")
     base_thr = float(scaling["samples_per_s"].iloc[0])
-    assert abs(row.efficiency - row.samples_per_s / (row.world * base_thr)) < 1e-6 * row.efficiency, row
-    assert abs(row.cost_per_sample - row.world / row.samples_per_s) < 1e-6 * row.cost_per_sample, row
-assert (WORK / "scaling" / "scaling.csv").exists() and (WORK / "scaling" / "scaling.png").stat().st_size > 0
+    assert abs(row.efficiency - row.samples_per_s / (row.world * base_thr)) < 1e-6 * row.efficiency, (
+        f"world {row.world}: efficiency {row.efficiency}, expected {row.samples_per_s / (row.world * base_thr)}")
+    assert abs(row.cost_per_sample - row.world / row.samples_per_s) < 1e-6 * row.cost_per_sample, (
+        f"world {row.world}: cost_per_sample {row.cost_per_sample}, expected {row.world / row.samples_per_s}")
+assert (WORK / "scaling" / "scaling.csv").exists() and (WORK / "scaling" / "scaling.png").stat().st_size > 0, (
+    f"expected scaling.csv and a non-empty scaling.png in {WORK / 'scaling'}, found "
+    f"{sorted(p.name for p in (WORK / 'scaling').glob('*'))}")
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence
 

@@ -191,7 +191,8 @@ for k, v in want.items():
     assert math.isclose(m[k], v, rel_tol=1e-9), f"baseline_metrics(0.02 s, batch 64, 100 steps, 3.6/h, 2): " \
         f"{k} = {m[k]}, want {v}"
 m = baseline_metrics(0.5, 8, None, 1.0)
-assert m["time_to_target_s"] == math.inf and m["cost_to_target"] == math.inf, f"target not reached: {m}"
+assert m["time_to_target_s"] == math.inf and m["cost_to_target"] == math.inf, \
+    f"target never reached: want time_to_target_s = cost_to_target = inf, got {m}"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
 
@@ -476,10 +477,11 @@ try:
     fit_alpha_beta([1024, 1024], [1e-3, 1.1e-3], "all_reduce", 2)
     raise AssertionError("one distinct size must raise ValueError")
 except ValueError as exc:
-    assert "1" in str(exc), f"the message must name the count: {exc}"
+    assert "1" in str(exc), f"the message must name the count 1, got: {exc}"
 t = ddp_step_time(0.1, 1e8, 4, 1e-4, 1e-9)
 assert math.isclose(t, 0.1 + 6e-4 + 0.15), f"ddp_step_time(0.1 s, 1e8 B, world 4, 1e-4, 1e-9) = {t}, want 0.2506"
-assert ddp_step_time(0.1, 1e8, 1, 1e-4, 1e-9) == 0.1, "world 1 has no all-reduce"
+assert ddp_step_time(0.1, 1e8, 1, 1e-4, 1e-9) == 0.1, \
+    f"ddp_step_time(0.1 s, 1e8 B, world 1, ...) = {ddp_step_time(0.1, 1e8, 1, 1e-4, 1e-9)}, want 0.1 (no all-reduce)"
 b_star = dp_break_even_batch(1e-3, 1e8, 4, 1e-4, 1e-9)
 assert math.isclose(b_star, (6e-4 + 0.15) / 3e-3), f"break-even batch at world 4: {b_star}, want 50.2"
 ### BEGIN HIDDEN TESTS
@@ -704,12 +706,14 @@ def check_tp(world, d_model, d_hidden, tol=1e-5, refuse=None):
         where = f"world {world}, rank {r}, block {d_model}->{d_hidden}->{d_model}"
         assert out["shapes"] == {"column.weight": [k, d_model], "row.weight": [d_model, k]}, \
             f"{where}: local weight shapes {out['shapes']}, want column [{k}, {d_model}] and row [{d_model}, {k}]"
-        assert out["output"] < tol, f"{where}: output differs from the dense block by {out['output']:.3g}"
-        assert out["input_grad"] < tol, f"{where}: input gradient differs from dense by {out['input_grad']:.3g}"
+        assert out["output"] < tol, f"{where}: output differs from the dense block by {out['output']:.3g} (want < {tol:g})"
+        assert out["input_grad"] < tol, \
+            f"{where}: input gradient differs from dense by {out['input_grad']:.3g} (want < {tol:g})"
         for name, err in out["grads"].items():
-            assert err < tol, f"{where}: {name} gradient differs from the dense slice by {err:.3g}"
+            assert err < tol, f"{where}: {name} gradient differs from the dense slice by {err:.3g} (want < {tol:g})"
         for name, err in out["vs_torch"].items():
-            assert err < tol, f"{where}: {name} differs from torch ColwiseParallel/RowwiseParallel by {err:.3g}"
+            assert err < tol, \
+                f"{where}: {name} differs from torch ColwiseParallel/RowwiseParallel by {err:.3g} (want < {tol:g})"
         n_ar = lab01.count_in_window(res.trace, r, out["window"])
         assert n_ar == 2, f"{where}: {n_ar} all_reduce calls in one forward+backward, want 2 (g forward, f backward)"
     return res
@@ -967,9 +971,11 @@ def check_pipeline(p, m, tol=1e-6):
         for s in range(p):
             for name, g in res[s]["grads"].items():
                 err = float((g - single["grads"][name]).abs().max())
-                assert err < tol, f"{kind}, p={p}, m={m}, stage {s}: {name} gradient off by {err:.3g} vs one process"
+                assert err < tol, \
+                    f"{kind}, p={p}, m={m}, stage {s}: {name} gradient off by {err:.3g} vs one process (want < {tol:g})"
                 err = float((g - ref[s]["grads"][name]).abs().max())
-                assert err < tol, f"{kind}, p={p}, m={m}, stage {s}: {name} off by {err:.3g} vs torch's schedule"
+                assert err < tol, \
+                    f"{kind}, p={p}, m={m}, stage {s}: {name} off by {err:.3g} vs torch's schedule (want < {tol:g})"
         peaks = [r["peak_held"] for r in res]
         assert peaks == want_peak, f"{kind}, p={p}, m={m}: micro-batches held per stage {peaks}, want {want_peak}"
         out[kind] = res
@@ -981,7 +987,7 @@ try:
     schedule("zero-bubble", 0, 2, 4)
     raise AssertionError("an unknown kind must raise ValueError")
 except ValueError as exc:
-    assert "zero-bubble" in str(exc), f"the message must name the kind: {exc}"
+    assert "zero-bubble" in str(exc), f"the message must name the kind 'zero-bubble', got: {exc}"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence
 

@@ -258,7 +258,7 @@ def replica_calls(src, naive_cases, ddp_cases=()):
 
 def check_broadcast(out, world, src):
     before = [o["before"] for o in out]
-    assert before[0] != before[1], "test setup: ranks should start different"
+    assert before[0] != before[1], f"test setup: ranks should start different, both have {before[0]}"
     for r, o in enumerate(out):
         for name, want in before[src].items():
             got = o["after"][name]
@@ -278,7 +278,7 @@ check_broadcast([o[0] for o in w2], world=2, src=0)
 check_broadcast([o[0] for o in w3], world=3, src=1)
 naive, ddp, single, init = w2[0][1], w2[0][3], lab02.train_single(world=2, steps=4), lab02.train_single(2, steps=0)
 err = lab02.max_abs_diff(w2[0][1], w2[1][1])
-assert err == 0, f"world 2, aux unused: replicas diverged, max |rank 0 - rank 1| = {err:.3g}"
+assert err == 0, f"world 2, aux unused: replicas diverged, max |rank 0 - rank 1| = {err:.3g} (want 0)"
 err = lab02.max_abs_diff(naive, single)
 assert err < 1e-5, f"world 2, 4 steps, aux unused: naive DDP vs one process on the global batch: max |diff| " \
     f"{err:.3g} (want < 1e-5); worst {lab02.worst_tensor(naive, single)}"
@@ -579,7 +579,7 @@ cap_mb, first_mb = 0.004, 0.001
 want = torch_buckets(lab02.trainable_sizes("tiny"), int(cap_mb * MB), int(first_mb * MB))
 numels = [s // 4 for s in lab02.trainable_sizes("tiny")]
 want_numels = [sum(numels[i] for i in b) for b in want]
-assert len(want) >= 3
+assert len(want) >= 3, f"test setup: torch's buckets {want}, want at least 3"
 kw = {"steps": 2, "accum": 2, "bucket_cap_mb": cap_mb, "first_bucket_mb": first_mb}
 res = launch(lab02.train_bucketed, world_size=2, args=(BucketedDDP,), kwargs=kw, timeout=30, trace=True)
 for rank, out in enumerate(res):
@@ -590,7 +590,8 @@ for rank, out in enumerate(res):
             continue
         assert rec["numels"] == want_numels, \
             f"{where}: bucket sizes in launch order {rec['numels']} != {want_numels}"
-        assert rec["all_async"], f"{where}: bucket all-reduces must be async_op=True"
+        assert rec["all_async"], f"{where}: bucket all-reduces must be async_op=True, got a blocking one " \
+            f"(all_async={rec['all_async']})"
         assert rec["n_at_backward_end"] >= 1 and rec["first_start_before_bwd_end"], \
             f"{where}: no all-reduce started before backward returned (no overlap): {rec}"
 # the course_dist trace, independently: all-reduces per rank = steps x buckets, and each step's first one was

@@ -147,7 +147,7 @@ def check_zero1(world, res):
         assert got <= limit, f"world {world}, rank {r}: optimizer state {got} bytes > {limit} (8 x chunk + 64); " \
             f"full AdamW holds {out['ddp']['optimizer_bytes']}: is the state really sharded?"
         err = lab03.max_abs_diff(out["yours"]["params"], out["torch"]["params"])
-        assert err < 1e-6, f"world {world}, rank {r}: vs ZeroRedundancyOptimizer max |diff| {err:.3g}"
+        assert err < 1e-6, f"world {world}, rank {r}: vs ZeroRedundancyOptimizer max |diff| {err:.3g} (want < 1e-6)"
 
 
 zero1_w2 = launch(lab03.zero1_check, world_size=2, args=(ShardedAdamW,), timeout=300)
@@ -372,7 +372,8 @@ for r, runs in enumerate(zero3_w2):
         assert err < 1e-7, f"world 2, policy {run['policy']}, rank {r}: first-step gradients vs one process " \
             f"max |diff| {err:.3g} (want < 1e-7)"
         err = lab03.max_abs_diff(run["params"], single["params"])
-        assert err < 1e-4, f"world 2, policy {run['policy']}, rank {r}: vs one process max |diff| {err:.3g}"
+        assert err < 1e-4, f"world 2, policy {run['policy']}, rank {r}: vs one process max |diff| {err:.3g} " \
+            "(want < 1e-4)"
 # a policy's peak: the lower of the two ranks' (the same by symmetry; a rare late free on one rank, a thread
 # releasing a tensor a moment late, must not decide a grade)
 peak_of = {run["policy"]: min(runs[i]["peak_bytes"] for runs in zero3_w2) for i, run in enumerate(zero3_w2[0])}
@@ -511,7 +512,7 @@ single = lab03.train_single(steps=STEPS, grads=True)
 err = lab03.max_abs_diff(runs[0]["params"], single["params"])
 assert err < 1e-4, f"FSDP2 per block vs one process: max |diff| {err:.3g} (want < 1e-4)"
 ratio = check_averaged(runs[0]["grads"], single["grads"], 2)
-assert abs(ratio - 1) < 1e-3, f"check_averaged on FSDP2's (averaged) gradients returned {ratio}"
+assert abs(ratio - 1) < 1e-3, f"check_averaged on FSDP2's (averaged) gradients returned {ratio}, want 1 (within 1e-3)"
 try:
     check_averaged(runs[4]["grads"], single["grads"], 2)
     caught = None

@@ -626,7 +626,8 @@ case0 = recovery_case(8, 2, kill_rank=0, kill_step=7)
 assert case0["report"].lost_steps == [1] and case0["report"].results[0]["start_step"] == 6, (
     f"kill rank 0 at step 7, every 2: lost {case0['report'].lost_steps} (expected [1]), resumed from "
     f"{case0['report'].results[0]['start_step']} (expected 6)")
-assert "rank 0" in case0["report"].failures[0], f"kill rank 0: failure {case0['report'].failures[0]!r}"
+assert "rank 0" in case0["report"].failures[0], \
+    f"kill rank 0: the failure must name 'rank 0', got {case0['report'].failures[0]!r}"
 
 
 def every_attempt_fails() -> str:
@@ -941,7 +942,7 @@ assert math.isclose(ov, 10 / 300 + (150 + 30) / 3600, rel_tol=1e-9), (
     f"expected_overhead(300, 10, 3600, 30) = {ov}, expected {10 / 300 + (150 + 30) / 3600}")
 for fn, args in [(job_mtbf, (0.0, 8)), (job_mtbf, (3600.0, 0)), (young_daly_interval, (0.0, 10.0)),
                  (young_daly_interval, (10.0, -1.0)), (expected_overhead, (0.0, 1.0, 10.0))]:
-    assert refuses(fn, *args), f"{fn.__name__}{args} must raise ValueError"
+    assert refuses(fn, *args), f"{fn.__name__}{args} must raise ValueError, returned {fn(*args)!r}"
 check = lab04.sim.overhead_curve([90, 268.33, 800], cost_s=10, mtbf_s=3600, restart_s=30, n_traces=8,
                                  work_s=50 * 3600)
 for t, sim_ in zip(check["interval_s"], check["overhead"], strict=True):

@@ -183,11 +183,14 @@ def check_uneven(counts):
         want = lab05.uneven_reference(strategy, counts)
         for r, o in enumerate(per_rank):
             err = lab05.params_close(o["params"], want)
-            assert err < 1e-5, f"{strategy}, counts {counts}, rank {r}: max |params - reference| = {err:.3g}"
+            assert err < 1e-5, \
+                f"{strategy}, counts {counts}, rank {r}: max |params - reference| = {err:.3g} (want < 1e-5)"
     steps = {s: [o["steps"] for o in per_rank] for s, per_rank in out.items()}
     assert steps["join"] == list(counts), f"join steps {steps['join']}, expected each rank's count {counts}"
-    assert steps["drop_last"] == [min(counts)] * len(counts), f"drop_last steps {steps['drop_last']}"
-    assert steps["pad"] == [max(counts)] * len(counts), f"pad steps {steps['pad']}"
+    assert steps["drop_last"] == [min(counts)] * len(counts), \
+        f"counts {counts}: drop_last steps {steps['drop_last']}, expected {[min(counts)] * len(counts)}"
+    assert steps["pad"] == [max(counts)] * len(counts), \
+        f"counts {counts}: pad steps {steps['pad']}, expected {[max(counts)] * len(counts)}"
     return out
 
 
@@ -196,7 +199,7 @@ try:
     run_epoch(None, None, [], "shuffle")
     raise AssertionError("run_epoch(strategy='shuffle') should raise ValueError")
 except ValueError as exc:
-    assert "shuffle" in str(exc), f"the ValueError should name the strategy: {exc}"
+    assert "shuffle" in str(exc), f"the ValueError should name the strategy 'shuffle', got: {exc}"
 ### BEGIN HIDDEN TESTS
 import random
 
@@ -290,15 +293,21 @@ print(f"rebalanced sizes {straggler['sizes']}; recovered {straggler['recovered']
 demo = pd.DataFrame({"rank": [0, 0, 1, 1, 2, 2] * 2, "step": [0] * 6 + [1] * 6,
                      "kind": ["compute", "comm"] * 6,
                      "seconds": [0.01, 0.03, 0.01, 0.03, 0.04, 0.0] * 2})
-assert slowest_rank(demo) == 2, f"slowest_rank on a frame where rank 2 computes 4x longer: {slowest_rank(demo)}"
+assert slowest_rank(demo) == 2, \
+    f"slowest_rank on a frame where rank 2 computes 4x longer: got {slowest_rank(demo)}, expected 2"
 measured = slowest_rank(straggler["before"]["spans"])
 assert measured == 1, f"the measured run slowed rank 1, slowest_rank says {measured}"
-assert rebalance([0.001, 0.002], 24) == [16, 8], f"rebalance([0.001, 0.002], 24) = {rebalance([0.001, 0.002], 24)}"
-assert rebalance([1.0, 1.0, 1.0], 10) == [4, 3, 3], f"ties -> lower rank: {rebalance([1.0, 1.0, 1.0], 10)}"
-assert rebalance([0.001, 1.0], 4) == [3, 1], f"each rank keeps >= 1 sample: {rebalance([0.001, 1.0], 4)}"
-assert math.isclose(loss_weight(16, 24, 2), 4 / 3), f"loss_weight(16, 24, 2) = {loss_weight(16, 24, 2)}"
+assert rebalance([0.001, 0.002], 24) == [16, 8], \
+    f"rebalance([0.001, 0.002], 24) = {rebalance([0.001, 0.002], 24)}, expected [16, 8]"
+assert rebalance([1.0, 1.0, 1.0], 10) == [4, 3, 3], \
+    f"ties -> lower rank: rebalance([1.0, 1.0, 1.0], 10) = {rebalance([1.0, 1.0, 1.0], 10)}, expected [4, 3, 3]"
+assert rebalance([0.001, 1.0], 4) == [3, 1], \
+    f"each rank keeps >= 1 sample: rebalance([0.001, 1.0], 4) = {rebalance([0.001, 1.0], 4)}, expected [3, 1]"
+assert math.isclose(loss_weight(16, 24, 2), 4 / 3), \
+    f"loss_weight(16, 24, 2) = {loss_weight(16, 24, 2)}, expected 16 x 2 / 24 = {4 / 3}"
 gerr = float((straggler["after"]["grad"] - straggler["grad_ref"]).abs().max())
-assert gerr < 1e-5, f"rebalanced sizes {straggler['sizes']}: max |grad - global-batch grad| = {gerr:.3g}"
+assert gerr < 1e-5, \
+    f"rebalanced sizes {straggler['sizes']}: max |grad - global-batch grad| = {gerr:.3g} (want < 1e-5)"
 ### BEGIN HIDDEN TESTS
 import random
 
@@ -435,12 +444,16 @@ eff = efficiency(demo)
 assert list(eff["efficiency"].round(4)) == [0.9375, 0.8, 1.0, 1.0], f"efficiency on {demo.to_dict('list')}: " \
     f"{list(eff['efficiency'])} (expected [0.9375, 0.8, 1.0, 1.0]: against the same mode's world-1 row)"
 est = noise_scale(4 + 40 / 8, 4 + 40 / 32, 8, 32)  # |G|^2 = 4, tr(Sigma) = 40 -> B_simple = 10
-assert all(math.isclose(est[k], v) for k, v in {"g2": 4.0, "trace_sigma": 40.0, "b_simple": 10.0}.items()), est
+assert all(math.isclose(est[k], v) for k, v in {"g2": 4.0, "trace_sigma": 40.0, "b_simple": 10.0}.items()), \
+    f"noise scale from the planted statistics: got {est}, expected g2 4.0, trace_sigma 40.0, b_simple 10.0"
 assert 0.3 < ns["b_simple"] / exact["b_simple"] < 3, f"measured B_simple {ns['b_simple']:.3g} vs exact " \
     f"{exact['b_simple']:.3g}"
-assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=10, warmup=10), 0.4), "linear, warm-up done"
-assert math.isclose(scaled_lr(0.1, 256, 1024, "sqrt"), 0.2), "sqrt rule, no warm-up"
-assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=5, warmup=10), 0.25), "half-way through warm-up"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=10, warmup=10), 0.4), \
+    f"linear, warm-up done: got {scaled_lr(0.1, 256, 1024, 'linear', step=10, warmup=10)}, expected 0.4"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "sqrt"), 0.2), \
+    f"sqrt rule, no warm-up: got {scaled_lr(0.1, 256, 1024, 'sqrt')}, expected 0.2"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=5, warmup=10), 0.25), \
+    f"half-way through warm-up: got {scaled_lr(0.1, 256, 1024, 'linear', step=5, warmup=10)}, expected 0.25"
 try:
     scaled_lr(0.1, 256, 1024, "cubic")
     raise AssertionError("scaled_lr(rule='cubic') should raise ValueError")
@@ -542,7 +555,8 @@ card
 toy = pd.DataFrame({"world": [1, 2, 4, 8], "global_batch": [64] * 4, "time_s": [400.0, 220.0, 120.0, 70.0],
                     "cost": [1.0, 1.1, 1.2, 1.6]})
 assert choose(toy, 250.0)["world"] == 2, f"deadline 250 s: cheapest in time is world 2, got {choose(toy, 250.0)}"
-assert choose(toy, 1e9)["world"] == 1, "no deadline pressure: the cheapest overall (world 1)"
+assert choose(toy, 1e9)["world"] == 1, \
+    f"no deadline pressure: the cheapest overall is world 1, got {choose(toy, 1e9)}"
 try:
     choose(toy, 10.0)
     raise AssertionError("choose(deadline 10 s) should raise ValueError: nothing is that fast")
