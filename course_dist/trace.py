@@ -54,6 +54,12 @@ class Divergence:
     ranks: list[int]
     calls: dict[int, dict | None] = field(default_factory=dict)
     message: str = ""
+    ambiguous: bool = False
+    """No strict majority (always so when two ranks disagree): ``ranks`` then holds every disagreeing rank,
+    since "skipped a call" on one rank and "made an extra call" on the other leave the same trace."""
+    behind: int | None = None
+    """When ambiguous: the rank that is behind in the program (its call sits earlier in the same file, or it
+    never made the call), else None. A fact, not a verdict: read each rank's stack to decide."""
 
     def __str__(self) -> str:
         return self.message
@@ -103,13 +109,24 @@ def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict)
     keys = {r: (None if c is None else (c["op"], c["shape"], c["dtype"])) for r, c in calls.items()}
     if len(set(keys.values())) <= 1:
         return None
-    majority, _ = Counter(keys.values()).most_common(1)[0]
+    counts = Counter(keys.values()).most_common()
+    # A tie for the most common call (two ranks that disagree, or 2 against 2) has no odd one out: a vote
+    # would blame whichever rank happens to be listed second, whatever the bug.
+    ambiguous = len(counts) > 1 and counts[0][1] == counts[1][1]
+    majority = counts[0][0]
     odd = sorted(r for r, k in keys.items() if k != majority)
     if majority is None:  # most ranks never got here: the few that did are ahead, the rest are the story
         odd = sorted(r for r, k in keys.items() if k is None)
+    odd_key = None
+    if ambiguous:  # every rank is a suspect; the reason compares the distinct calls
+        odd = sorted(keys)
+        distinct = [k for k in set(keys.values()) if k is not None]
+        majority, odd_key = (distinct[0], distinct[1]) if len(distinct) > 1 else (None, None)
     missing = [r for r in odd if keys[r] is None]
     ref = next(r for r, k in keys.items() if k == majority) if majority is not None else None
-    if missing:
+    if ambiguous and not missing and odd_key is not None:
+        reason = "op" if odd_key[0] != majority[0] else "shape" if odd_key[1] != majority[1] else "dtype"
+    elif missing:
         reason = "missing"
     elif ref is not None and keys[odd[0]][0] != keys[ref][0]:
         reason = "op"
@@ -118,8 +135,18 @@ def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict)
     else:
         reason = "dtype"
     lines = [f"collective #{seq} in group {gname}: ranks disagree ({reason})"]
+    behind = _behind(calls) if ambiguous else None
     for r in sorted(calls):
-        lines.append(f"  rank {r} {_fmt(calls[r])}" + ("   <- odd one out" if r in odd else ""))
+        flag = r == behind if ambiguous else r in odd
+        mark = ("   <- behind" if ambiguous else "   <- odd one out") if flag else ""
+        lines.append(f"  rank {r} {_fmt(calls[r])}{mark}")
+    if ambiguous:
+        lines.append(
+            "  ambiguous: no majority, so the trace cannot say which rank is wrong (one rank skipping a call "
+            "and the other making an extra one leave the same trace); read each rank's stack (err.stacks)"
+            + (f": rank {behind} is behind in the program" if behind is not None else "")
+        )
+        return Divergence(seq, gname, reason, odd, calls, "\n".join(lines), True, behind)
     if reason == "op" and ref is not None:  # a rank that skipped a collective is one call ahead of the others
         for r in odd:
             if _looks_skipped(calls[r], calls[ref], by_rank.get(ref, {}).get(seq + 1)):
@@ -128,6 +155,19 @@ def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict)
                     f"(a branch that differs by rank?): its #{seq} is a later call"
                 )
     return Divergence(seq, gname, reason, odd, calls, "\n".join(lines))
+
+
+def _behind(calls: dict[int, dict | None]) -> int | None:
+    """The one rank that never made the call, or whose call sits earliest in a file they all share."""
+    missing = [r for r, c in calls.items() if c is None]
+    if missing:
+        return missing[0] if len(missing) == 1 else None
+    sites = {r: _split_site(c["site"]) for r, c in calls.items() if c is not None}
+    if len({f for f, _ in sites.values()}) != 1 or min(ln for _, ln in sites.values()) < 0:
+        return None
+    first = min(ln for _, ln in sites.values())
+    earliest = [r for r, (_, ln) in sites.items() if ln == first]
+    return earliest[0] if len(earliest) == 1 else None
 
 
 def _split_site(site: str) -> tuple[str, int]:
