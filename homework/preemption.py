@@ -81,9 +81,17 @@ class Preemption:
 def requeue_slurm_job() -> bool:
     """Under SLURM, ``scontrol requeue $SLURM_JOB_ID`` (True when it ran and succeeded).
 
-    A SIGTERM checkpoint followed by exit 0 ends the job COMPLETED: ``#SBATCH --requeue`` only requeues after
-    a node failure, not after a time limit or preemption. Requeueing from rank 0, after the checkpoint is
-    published, puts the same job (same ``SLURM_JOB_ID``, same run dir) back in the queue; it resumes there.
+    Which of SLURM's own mechanisms brings the job back depends on why it stops (a job is requeueable with
+    ``#SBATCH --requeue``, or by default when the cluster's ``JobRequeue=1``):
+    - node failure: SLURM requeues a requeueable job itself;
+    - preemption with the partition's or QOS's ``PreemptMode=REQUEUE``: SLURM requeues a requeueable job
+      itself (SIGTERM first, then SIGKILL after ``GraceTime``); this call then finds the job already being
+      requeued and at worst fails, which is logged and harmless;
+    - preemption with ``PreemptMode=CANCEL``, or a time limit (``--signal=TERM@120``): SLURM ends the job
+      (a SIGTERM checkpoint and exit 0 end it COMPLETED), and only this call puts it back.
+    ``scontrol show config | grep -i preempt`` and ``scontrol show partition`` show the mode in force.
+    Requeueing from rank 0, after the checkpoint is published, puts the same job (same ``SLURM_JOB_ID``, same
+    run dir) back in the queue; it resumes there.
     """
     job = os.environ.get("SLURM_JOB_ID")
     if not job:

@@ -19,8 +19,10 @@ SLURM (one torchrun per node). At a time limit or a preemption SLURM sends SIGTE
 torchrun forwards it to the workers and SIGKILLs them after ``--shutdown-timeout`` (30 s by default): every
 rank finishes its step, the group checkpoints (the save must fit in those 30 s; its seconds are in the
 ``checkpoint`` events), and rank 0 runs ``scontrol requeue $SLURM_JOB_ID`` (``--no-requeue`` turns it off), so
-the job goes back to the queue and resumes from that checkpoint - ``--requeue`` alone only covers node
-failures, and a job whose steps exit 0 after SIGTERM ends COMPLETED::
+the job goes back to the queue and resumes from that checkpoint. ``--requeue`` alone covers node failures
+and a preemption when the cluster's ``PreemptMode`` is REQUEUE (SLURM then requeues the job itself); after a
+time limit, or a preemption under ``PreemptMode=CANCEL``, a job whose steps exit 0 ends COMPLETED unless it
+requeues itself::
 
     #SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4 --signal=TERM@120 --requeue --open-mode=append
     srun torchrun --nnodes $SLURM_NNODES --nproc-per-node 4 --max-restarts 3 --rdzv-backend c10d \\

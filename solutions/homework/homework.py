@@ -144,7 +144,10 @@ if not FAST:
 # micro-batches but the last inside `model.no_sync()` (forward and backward), divides each micro-batch loss by
 # `accum`, so that exactly **one** gradient all-reduce happens per optimizer step and the gradient is the mean over
 # the global batch; it measures `wait_s` as the time from this rank's last gradient being ready to the end of the
-# synchronised backward (use the given `ddp._GradClock`) and calls `probe` after the optimizer step.
+# synchronised backward and calls `probe` after the optimizer step. Time with the given `ddp._GradClock(model,
+# device)`: `mark()` is a CUDA event on a GPU (a host clock there would time kernel launches) and a host time on
+# the CPU; keep the loss on the device and synchronise once per step (`sync` of the last mark, then `seconds`
+# and one `float(loss)`), never `loss.item()` per micro-batch.
 # `make_scheduler` warms up linearly for `warmup_steps`, then decays (cosine) to 10% of `lr`.
 #
 # The checks, on plain SGD (whose update is `-lr x gradient`, so any gradient scale shows): at world 2 your

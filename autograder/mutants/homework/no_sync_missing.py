@@ -16,13 +16,13 @@
                 )  # mean over the global batch
                 loss.backward()
             if last:
-                wait_s = time.perf_counter() - clock.last if isinstance(model, DDP) else 0.0
-            total += loss.item()
+                grads_ready, reduced = clock.last, clock.mark()
+            total += loss.detach()
 =======
         for idx in micro_batches:
             x, y = data.batch(idx)
             loss = F.cross_entropy(model(x.to(device)), y.to(device)) / accum
             loss.backward()
-            total += loss.item()
-        wait_s = time.perf_counter() - clock.last if isinstance(model, DDP) else 0.0
+            total += loss.detach()
+        grads_ready, reduced = clock.last, clock.mark()
 >>>>>>> replace

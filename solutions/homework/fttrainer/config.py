@@ -81,7 +81,8 @@ class TrainConfig:
     """Log a progress line every this many steps on rank 0 (metrics files get every step)."""
     requeue: bool = True
     """After a SIGTERM checkpoint under SLURM (``SLURM_JOB_ID`` set), rank 0 runs ``scontrol requeue
-    $SLURM_JOB_ID`` so that a time limit or a preemption resumes instead of ending the job COMPLETED."""
+    $SLURM_JOB_ID`` so that a time limit, or a preemption under ``PreemptMode=CANCEL``, resumes instead of
+    ending the job (under ``PreemptMode=REQUEUE`` SLURM requeues a requeueable job itself)."""
 
     def __post_init__(self) -> None:
         # Validated when built (as torchtitan's JobConfig): a bad value fails at once, naming the field, not

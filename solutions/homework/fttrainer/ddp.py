@@ -89,24 +89,56 @@ class StepStats:
     flag)."""
 
 
+Mark = float | torch.cuda.Event
+"""A point on this rank's timeline: a host time (CPU) or a recorded CUDA event (GPU)."""
+
+
 class _GradClock:
-    """Time at which the last parameter's gradient of a backward was accumulated on this rank.
+    """Marks on this rank's timeline, and the mark at which the last parameter's gradient of a backward was
+    accumulated (``.last``).
 
     ``register_post_accumulate_grad_hook`` fires as each ``.grad`` is written, before DDP's reducer *waits*
-    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end
-    of this
+    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end of this
     rank's own compute; what the backward spends after it is waiting for the others. (A probe collective
     before the last micro-batch cannot see a rank that is slow *inside* forward/backward, e.g. with
-    accum 1.)"""
+    accum 1.)
 
-    def __init__(self, model: nn.Module) -> None:
-        self.last = 0.0
+    On a CUDA device a mark is a CUDA event recorded on the current stream: a host clock read in a hook or
+    after ``backward()`` returns would time the kernel *launches*, which run ahead of the GPU. Events time the
+    GPU's own timeline and never block; :meth:`seconds` is read once per step, after :meth:`sync` on the
+    step's last mark. On the CPU (gloo) kernels run when launched, so host ``perf_counter`` marks are exact.
+    """
+
+    def __init__(self, model: nn.Module, device: torch.device | None = None) -> None:
+        self.cuda = device is not None and torch.device(device).type == "cuda"
+        self.last: Mark = self.mark()
         self._handles = [
             p.register_post_accumulate_grad_hook(self._tick) for p in model.parameters() if p.requires_grad
         ]
 
+    def mark(self) -> Mark:
+        """Now, on this rank's timeline (no synchronisation)."""
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def sync(self, mark: Mark) -> None:
+        """Wait until the GPU has passed ``mark`` (no-op on the CPU): the step's one synchronisation."""
+        if isinstance(mark, torch.cuda.Event):
+            mark.synchronize()
+
+    def seconds(self, start: Mark, end: Mark) -> float:
+        """Seconds from ``start`` to ``end`` (on CUDA, only after :meth:`sync` of ``end``)."""
+        if isinstance(start, torch.cuda.Event) and isinstance(end, torch.cuda.Event):
+            return start.elapsed_time(end) / 1e3  # elapsed_time is in milliseconds
+        if isinstance(start, float) and isinstance(end, float):
+            return end - start
+        raise ValueError(f"marks of one kind expected, got {type(start).__name__} and {type(end).__name__}")
+
     def _tick(self, _param: torch.Tensor) -> None:
-        self.last = time.perf_counter()
+        self.last = self.mark()
 
     def close(self) -> None:
         for h in self._handles:
@@ -126,12 +158,16 @@ def train_step(
 
     Each micro-batch's loss is divided by ``accum`` so the summed gradient is the mean over this rank's share;
     DDP averages over ranks: the result is the gradient of the mean loss over the global batch.
+
+    Timings come from ``_GradClock`` marks (CUDA events on a GPU) and the loss stays on the device until the
+    end: the step synchronises once, at its last mark, not once per micro-batch (``loss.item()`` in the loop
+    would stall the GPU's queue every micro-batch).
     """
     accum = len(micro_batches)
-    t0 = time.perf_counter()
+    clock = _GradClock(model, device)
+    t0 = clock.mark()
     optimizer.zero_grad(set_to_none=True)
-    total = 0.0
-    clock = _GradClock(model)
+    total = torch.zeros((), device=device)
     try:
         for i, idx in enumerate(micro_batches):
             last = i == accum - 1
@@ -145,19 +181,21 @@ def train_step(
                 )  # mean over the global batch
                 loss.backward()
             if last:
-                wait_s = time.perf_counter() - clock.last if isinstance(model, DDP) else 0.0
-            total += loss.item()
+                grads_ready, reduced = clock.last, clock.mark()
+            total += loss.detach()
     finally:
         clock.close()
     optimizer.step()
     scheduler.step()
-    sync_s = 0.0
+    probe_start = clock.mark()
     if probe is not None:
-        ts = time.perf_counter()
         probe()  # after the gradient all-reduce the ranks are in step: this costs one latency, not a wait
-        sync_s = time.perf_counter() - ts
-    step_s = time.perf_counter() - t0
-    return StepStats(loss=total, compute_s=step_s - wait_s - sync_s, wait_s=wait_s, sync_s=sync_s)
+    end = clock.mark()
+    clock.sync(end)  # the step's one synchronisation (with a probe, its flag read has already waited)
+    wait_s = clock.seconds(grads_ready, reduced) if isinstance(model, DDP) else 0.0
+    sync_s = clock.seconds(probe_start, end) if probe is not None else 0.0
+    step_s = clock.seconds(t0, end)
+    return StepStats(loss=float(total), compute_s=step_s - wait_s - sync_s, wait_s=wait_s, sync_s=sync_s)
 
 
 @torch.no_grad()
