@@ -55,6 +55,9 @@ class Run:
     sandbox: bool
     titles: dict[str, dict[str, str]] = field(default_factory=dict)  # lab -> grade_id -> exercise title
     trusted: frozenset[str] = frozenset()  # students whose submission IS the course reference (make course)
+    cleared: frozenset[str] = (
+        frozenset()
+    )  # students whose tamper findings the instructor reviewed and cleared
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -99,6 +102,8 @@ def _spec(run: Run, sub: Submission, work: Path, token: str) -> dict:
         "reference_evidence": None,
         # the course's own reference (make course): its graded run is also the reference run
         "publish_reference": sub.student in run.trusted,
+        # the instructor read this student's flagged lines (autograder.tamper) and cleared them
+        "review_cleared": sub.student in run.cleared,
     }
     if run.sandbox:  # autograder.sandbox.SandboxSpec limits; nbgrader_ext sets its workdir per execution
         spec["sandbox"] = {
@@ -234,6 +239,7 @@ def grade(
     one_shot: bool = False,
     trusted: tuple[str, ...] = (),
     students: list[str] | None = None,
+    cleared: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """Grade every student folder under ``submissions`` (of shard K/N); returns their rows (now or before).
 
@@ -248,7 +254,11 @@ def grade(
     Which rows are graded: ``students`` given, every row of those students (whatever their status);
     ``force``, every row; otherwise rows not in ``out`` yet, rows whose status is ``missing`` or ``error`` (a
     renamed notebook, a fixed file, a grader failure are picked up) and rows of a lab changed
-    since; ``ok`` and ``timeout`` rows are kept.
+    since; ``ok``, ``needs_review`` and ``timeout`` rows are kept.
+
+    ``cleared``: students (graded now; pass them in ``students`` too) whose ``needs_review`` findings the
+    instructor read and cleared: the tamper scan withholds nothing from them, its lines stay in
+    ``grading.json``.
     """
     from tqdm.auto import tqdm
 
@@ -291,7 +301,17 @@ def grade(
     shutil.copy2(cfg.gradebook, work / "template.db")  # snapshot: workers never write the course gradebook
     write_formgrader_config(cfg)  # formgrader on the course gradebook (README, hand grading)
     fps = {lab: lab_fingerprint(cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb") for lab in graded_labs}
-    run = Run(cfg, out, gradebook, work, seed, feedback, sandbox, trusted=frozenset(trusted))
+    run = Run(
+        cfg,
+        out,
+        gradebook,
+        work,
+        seed,
+        feedback,
+        sandbox,
+        trusted=frozenset(trusted),
+        cleared=frozenset(cleared),
+    )
     run.titles = {lab: exercise_titles(cfg, lab) for lab in cfg.lab_ids()}
 
     old = read_csv(out)

@@ -31,9 +31,10 @@ def plain_client(
 
     from autograder.sandbox import SandboxedKernelManager
 
+    timeout = timeout or int(cfg.cell_timeout)
     client = NotebookClient(
         nb,
-        timeout=timeout or int(cfg.cell_timeout),
+        timeout=timeout,
         allow_errors=True,
         interrupt_on_timeout=True,
         # killed once the last cell replied: a graceful exit waits 2.5 s on course_dist's unreaped forkserver
@@ -46,6 +47,8 @@ def plain_client(
     client.create_kernel_manager().extra_env = {
         **cfg.kernel_environ(),
         FAST_VAR: "1" if fast else "0",
+        # the limit this client enforces: course_dist.launch shortens its own timeout to what a cell has left
+        "COURSE_CELL_TIMEOUT_S": str(timeout),
         **(env or {}),
     }
     return client

@@ -182,6 +182,25 @@ def test_notes_say_what_was_left_out(forged) -> None:  # noqa: ANN001
     assert "1 cell(s) outside the answer cells" in notes["patcher"], notes
 
 
+def test_cleared_review_withholds_nothing(forged) -> None:  # noqa: ANN001
+    """The instructor read ``inside``'s flagged line and clears it: regraded, nothing withheld (its square
+    stays 0: the evidence it tried to rewrite was frozen before its code ran), the finding kept in the
+    notes."""
+    import json
+
+    from autograder.grade import grade
+
+    cfg, _ = forged
+    subdir = cfg.build.parent / "forgery-cleared"
+    write_submission(subdir, "inside", LAB, _submissions(cfg)["inside"])
+    out = cfg.build / "forgery-cleared.csv"
+    row = grade(cfg, subdir, progress=False, out=out, seed=5, students=["inside"], cleared=("inside",))
+    row = row.set_index("student").loc["inside"]
+    assert (row["status"], _points(row)) == ("ok", (30, 0, 30)), row.to_dict()
+    g = json.loads((cfg.nbgrader_root / "feedback" / "inside" / LAB / "grading.json").read_text())
+    assert "cleared by the instructor" in g["messages"].get("grader_notes", ""), g["messages"]
+
+
 def test_nothing_survives(forged) -> None:  # noqa: ANN001
     from .test_validity import _leftovers
 
