@@ -39,6 +39,39 @@ def test_planted_hangs_end_as_timeouts_with_their_truth():
         assert _diagnose(err) == lab05.truth(case, culprit), f"{case}: {_diagnose(err)} vs truth"
 
 
+@pytest.mark.usefixtures("no_surviving_children")
+@pytest.mark.parametrize("culprit", [0, 1])
+def test_world_2_divergence_is_ambiguous_in_both_orders(culprit):
+    """At world 2 a majority vote has no majority: an extra collective on rank 0 and on rank 1 both named
+    rank 1 before. Now both ranks are suspects, the trace says so, and ``behind`` is the culprit here (its
+    extra call sits before the barrier both ranks share)."""
+    from course_dist import launch
+    from course_dist.labkit.lab05 import hangs
+
+    with pytest.raises(LaunchTimeout) as ei:
+        launch(hangs.extra_collective, 2, args=(culprit,), trace=True, timeout=3.0, stream=False)
+    div = first_divergence(ei.value.trace)
+    assert div is not None, ei.value.trace
+    got = (div.ambiguous, div.ranks, div.behind, div.reason)
+    assert got == (True, [0, 1], culprit, "op"), f"culprit {culprit}: (ambiguous, ranks, behind, reason) {got}"
+    assert "ambiguous" in str(div) and f"rank {culprit} is behind" in str(div), str(div)
+    assert div.calls[culprit]["op"] == "all_reduce" and div.calls[1 - culprit]["op"] == "barrier", div.calls
+
+
+def test_world_3_majority_is_not_ambiguous():
+    rows = [dict(rank=r, seq=0, op="broadcast" if r == 2 else "all_reduce", shape=(4,), dtype="float32",
+                 group="WORLD", group_ranks=None, site=f"cell.py:{3 + (r == 2)}", t_start=0.0, t_end=None)
+            for r in range(3)]
+    df = pd.DataFrame(rows)
+    df.attrs["world_size"] = 3
+    div = first_divergence(df)
+    assert (div.ambiguous, div.ranks, div.behind) == (False, [2], None), str(div)
+    df = pd.DataFrame(rows[:1])  # world 2, rank 1 never called it: missing, ambiguous, rank 1 behind
+    df.attrs["world_size"] = 2
+    div = first_divergence(df)
+    assert (div.ambiguous, div.ranks, div.behind, div.reason) == (True, [0, 1], 1, "missing"), str(div)
+
+
 def test_truth_and_frames_validate():
     with pytest.raises(ValueError, match="nope"):
         lab05.truth("nope", 0)
@@ -124,12 +157,36 @@ def test_scaling_models():
     assert 0.3 < (tr / g2) / exact["b_simple"] < 3, (tr / g2, exact)
 
 
+@pytest.mark.usefixtures("no_surviving_children")
+def test_phase_seconds_measure_waits_longer_than_the_step_tail():
+    phases = lab05.phase_seconds(steps=5, saves=1)
+    assert sorted(phases) == ["checkpoint", "eval", "step", "warmup"], phases
+    assert len(phases["step"]) == 5 and all(v > 0 for vs in phases.values() for v in vs), phases
+    # eval sleeps 16 x 8 x 4 ms on rank 0 while rank 1 waits: at least that long, and above 3 x a step's
+    # 32 ms of sleep, which is what the old rule would have set the collective timeout to
+    assert phases["eval"][0] >= lab05.EVAL_BATCHES * 8 * 0.004, phases
+    assert max(phases["eval"]) > 3 * min(phases["step"]), phases
+    with pytest.raises(ValueError, match="saves=0"):
+        lab05.phase_seconds(steps=1, saves=0)
+
+
+def test_calibration_labels_the_simulation():
+    text = lab05.calibration({"alpha": 1e-4, "beta": 1e-9})
+    assert text.startswith("simulated:") and "gloo" in text and "world 2" in text and "100 us" in text, text
+
+
 def test_judge_rules():
     judge.timeout_above_tail({"timeout": 0.3, "step_s": [0.05, 0.1]}, None, margin=3.0)
     with pytest.raises(AssertionError, match="not above"):
         judge.timeout_above_tail({"timeout": 0.08, "step_s": [0.05, 0.1]}, None, margin=3.0)
     with pytest.raises(AssertionError, match="more than"):
         judge.timeout_above_tail({"timeout": 5.0, "step_s": [0.05, 0.1]}, None, margin=3.0)
+    phases = {"step": [0.05, 0.1], "checkpoint": [0.6], "eval": [0.4]}
+    judge.timeout_covers_phases({"timeout": 1.5, "phase_s": phases}, None, margin=3.0)
+    with pytest.raises(AssertionError, match="checkpoint 0.6"):  # the old rule: 3 x the step tail
+        judge.timeout_covers_phases({"timeout": 0.3, "phase_s": phases}, None, margin=3.0)
+    with pytest.raises(AssertionError, match="more than"):
+        judge.timeout_covers_phases({"timeout": 5.0, "phase_s": phases}, None, margin=3.0)
     judge.meets_deadline({"plan_time_s": 10.0, "deadline_s": 10.0})
     with pytest.raises(AssertionError, match="beyond"):
         judge.meets_deadline({"plan_time_s": 11.0, "deadline_s": 10.0})

@@ -29,6 +29,24 @@ def timeout_above_tail(student_value: Any, reference_value: Any = None, *, margi
         f"timeout {timeout:.4g} s is more than {margin:g} x the measured tail {tail:.4g} s (late detection)")
 
 
+def timeout_covers_phases(student_value: Any, reference_value: Any = None, *, margin: float = 3.0) -> None:
+    """``{"timeout", "phase_s": {phase: [seconds, ...]}}``: the collective timeout is above every healthy wait
+    the student measured (step tail, warm-up, checkpoint, eval), at most ``margin`` x the longest (+ 1 ms)."""
+    assert isinstance(student_value, dict), f"expected {{'timeout', 'phase_s'}}, got {student_value!r}"
+    timeout = _number(student_value.get("timeout"), "timeout")
+    phases = student_value.get("phase_s")
+    assert isinstance(phases, dict) and phases, f"phase_s: expected a non-empty dict, got {phases!r}"
+    longest: dict[str, float] = {}
+    for name, waits in phases.items():
+        assert isinstance(waits, (list, tuple)) and waits, f"phase_s[{name!r}]: expected a non-empty list"
+        longest[str(name)] = max(_number(w, f"phase_s[{name!r}] entry") for w in waits)
+    name, top = max(longest.items(), key=lambda kv: kv[1])
+    assert timeout > top, (f"timeout {timeout:.4g} s is not above the longest measured healthy wait: {name} "
+                           f"{top:.4g} s (all: {longest})")
+    assert timeout <= margin * top + 1e-3, (
+        f"timeout {timeout:.4g} s is more than {margin:g} x the longest healthy wait {top:.4g} s ({name})")
+
+
 def meets_deadline(student_value: Any, reference_value: Any = None) -> None:
     """``{"plan_time_s", "deadline_s"}``: the chosen plan reaches the target within the deadline."""
     assert isinstance(student_value, dict), f"expected {{'plan_time_s', 'deadline_s'}}, got {student_value!r}"

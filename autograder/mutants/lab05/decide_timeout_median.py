@@ -1,7 +1,7 @@
 # mutant: decide_timeout_median
 # exercise: decide
 # replaces: decide_solution
-# why: timeout from the typical (median) step, not the tail: healthy slow steps trip it
+# why: heartbeat deadline from the typical (median) step, not the tail: healthy slow steps trip the watchdog
 <<<<<<< find
     return margin * max(step_s)
 =======

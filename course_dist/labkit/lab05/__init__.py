@@ -13,8 +13,10 @@ from typing import Any
 _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("hangs", n) for n in ("CASES", "WORLD", "Frame", "plant", "truth", "user_frames")},
     **{n: ("plots", n) for n in ("plot_scaling_sim", "plot_step_tail")},
-    **{n: ("scaling", n) for n in ("PRICE", "S_MIN", "allreduce_s", "candidates", "fit_alpha_beta",
-                                   "grad_norms", "measure_allreduce", "simulate", "step_time_samples",
+    **{n: ("phases", n) for n in ("EVAL_BATCHES", "phase_seconds")},
+    **{n: ("scaling", n) for n in ("PRICE", "S_MIN", "allreduce_s", "calibration", "candidates",
+                                   "fit_alpha_beta", "grad_norms", "measure_allreduce", "simulate",
+                                   "step_time_samples",
                                    "true_noise_scale")},
     **{n: ("stragglers", n) for n in ("experiment", "reference_grad", "step_times")},
     "run_straggler": ("stragglers", "run"),

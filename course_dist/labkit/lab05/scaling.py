@@ -55,6 +55,13 @@ def fit_alpha_beta(df: pd.DataFrame) -> dict[str, float]:
             "beta": max(float(slope), 1e-13) / (2 * (world - 1) / world)}
 
 
+def calibration(fit: dict[str, float]) -> str:
+    """The label every simulated figure carries: what the model was calibrated on (never a GPU fact)."""
+    return (f"simulated: alpha-beta fit of gloo all_reduce at world 2 on this machine (loopback, 2 shared "
+            f"CPU cores; alpha {fit['alpha'] * 1e6:.0f} us, {1 / fit['beta'] / 1e9:.2f} GB/s), "
+            f"{SIM_SAMPLE_S * 1e3:.0f} ms/sample compute, {SIM_GRAD_BYTES // 4 / 1e6:.0f} M fp32 parameters")
+
+
 def allreduce_s(n_bytes: float, world: int, alpha: float, beta: float) -> float:
     if world == 1:
         return 0.0
