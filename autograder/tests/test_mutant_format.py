@@ -62,6 +62,7 @@ def test_line_budget() -> None:
 @pytest.mark.parametrize(
     ("ref", "bad_find", "times"),
     [("a = 1\nb = 2\n", "c = 3", 0), ("x = 0\nx = 0\nb = 2", "x = 0", 2)],
+    ids=["absent", "twice"],
 )
 def test_anchor_not_found_exactly_once_names_mutant_block_and_count(
     tmp_path: Path, ref: str, bad_find: str, times: int
@@ -105,6 +106,7 @@ def test_edits_are_whole_lines_located_in_the_unedited_text(tmp_path: Path) -> N
         ("", "no edit blocks"),
         (f"{FIND}\na = 1\n{FIND}\n", "inside the find of block 1"),
     ],
+    ids=["unchanged", "overlap", "empty-find", "unclosed", "stray-text", "no-blocks", "marker-in-find"],
 )
 def test_malformed_or_empty_edits_raise(tmp_path: Path, body: str, match: str) -> None:
     p = write(tmp_path, body)
