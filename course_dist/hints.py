@@ -3,10 +3,10 @@
 top to bottom, or a cell twice, never reveals more than the stage asked for).
 
 Hints are data (``hints.yaml`` beside the lab: a nudge, an approach, a near-solution per graded exercise).
-They are
-looked up next to the running notebook first (the release copies ``hints.yaml`` into ``labs/<lab>/``), then
-in the
-repository's ``solutions/<lab>/hints.yaml``.
+They are looked up next to the running notebook first (``make lab`` copies ``labs/<lab>/`` with its
+``hints.yaml`` into ``work/<lab>/``), then in the release, ``labs/<lab>/hints.yaml`` (the release copies it
+there from the lab's source folder). Never in ``solutions/``: the student distribution has no such folder,
+and the hints a student sees must be the released ones.
 
 In a notebook the hint renders as Markdown; elsewhere it is written as plain text to stdout::
 
@@ -28,7 +28,6 @@ def _candidates(lab: str) -> list[Path]:
         cwd / "hints.yaml",
         cwd / lab / "hints.yaml",
         _REPO / "labs" / lab / "hints.yaml",
-        _REPO / "solutions" / lab / "hints.yaml",
     ]
 
 
@@ -64,7 +63,9 @@ def _find(hint_id: str) -> tuple[list[str], Path]:
             if hint_id in hints:
                 return hints[hint_id], path
             known |= set(hints)
-    where = ", ".join(searched) or "no hints.yaml found (looked beside the notebook and in solutions/<lab>/)"
+    where = ", ".join(searched) or (
+        f"no hints.yaml found (looked beside the notebook and in {_REPO / 'labs' / lab})"
+    )
     raise KeyError(f"unknown hint id {hint_id!r}; known ids: {sorted(known) or 'none'} (from {where})")
 
 
