@@ -1,7 +1,8 @@
 # The course's commands. Every target bootstraps .venv/ first (idempotent: rebuilt only when the pins change).
 #   make course   - the main job: release, execute references, autograde samples, feedback, export, score table
 #   make test     - the whole test suite (what .ci/run calls)
-#   make lab      - JupyterLab on labs/ for a student
+#   make lab      - what a student sees: their working copy work/ and JupyterLab (the student distribution,
+#                   `python -m autograder student-repo DIR`, has the same target)
 #   make release  - regenerate labs/ from solutions/ (nbgrader generate_assignment)
 #   make bench    - benchmarks; figures go to BENCHMARKS.md
 SHELL := /bin/bash
@@ -50,10 +51,14 @@ test: venv sandbox
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no tests (exit 5)" >&2; exit 1; fi; exit $$rc
 
 # A student's own copy in work/ (git-ignored): made once, never overwritten by `git pull` + a new release.
+# JupyterLab starts with work/.jupyter as its configuration (written by course_dist.workcopy: nbgrader's
+# instructor tools are not shown, as in the student distribution's make lab).
 # On a GPU node over ssh: make lab NO_BROWSER=1 (then open the printed URL through an ssh tunnel).
+# As root (GPU containers) jupyter refuses to start without --allow-root, so it gets that flag then.
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: venv
 	$(VPY) -m course_dist.workcopy
-	$(VENV)/bin/jupyter lab --notebook-dir=work $(if $(NO_BROWSER),--no-browser --ip=127.0.0.1)
+	JUPYTER_CONFIG_DIR=$(CURDIR)/work/.jupyter $(VENV)/bin/jupyter lab --notebook-dir=work $(if $(NO_BROWSER),--no-browser --ip=127.0.0.1) $(ALLOW_ROOT)
 
 bench: venv
 	$(VPY) -m bench
