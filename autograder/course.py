@@ -37,6 +37,7 @@ from autograder.grade import grade
 from autograder.mutants import (
     Mutant,
     copy_extras,
+    find_checked,
     find_mutants,
     mutant_submission,
     reference_submission,
@@ -216,14 +217,14 @@ def _mutant_check(
         "import json, sys; from autograder.config import CourseConfig; "
         "from autograder.mutant_check import check_lab_mutants; "
         f"cfg = CourseConfig(**json.load(open({str(spec)!r}))); "
-        "from autograder.mutants import find_mutants; "
-        f"ms = [m for m in find_mutants(cfg, {lab!r}) if ({bool(file_mutants)} or not m.is_file_mutant) "
+        "from autograder.mutants import find_checked; "
+        f"ms = [m for m in find_checked(cfg, {lab!r}) if ({bool(file_mutants)} or not m.is_file_mutant) "
         f"and ({wanted!r} is None or m.name in {wanted!r})]; "
         f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}, collateral={bool(collateral)}), "
         f"open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, FAST_VAR: "1"}
-    count = len(find_mutants(cfg, lab)) if names is None else len(names)
+    count = len(find_checked(cfg, lab)) if names is None else len(names)
     r = subprocess.run(
         [sys.executable, "-c", code],
         env=env,
@@ -245,7 +246,7 @@ def _check_jobs(cfg: CourseConfig, labs: list[str], file_mutants: bool) -> list[
     dozen would otherwise be one job as long as all the labs' walks together), the latest item first."""
     walks, files = [], []
     for lab in labs:
-        ms = find_mutants(cfg, lab)
+        ms = find_checked(cfg, lab)
         cells = [m for m in ms if not m.is_file_mutant]
         fm = [m for m in ms if m.is_file_mutant] if file_mutants else []
         if cells or not fm:

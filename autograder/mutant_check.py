@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.config import CourseConfig
-from autograder.mutants import Mutant, copy_extras, find_mutants, replace_cell, source_notebook
+from autograder.mutants import Mutant, copy_extras, find_checked, replace_cell, source_notebook
 from autograder.source import grade_id
 from autograder.verdict import cell_failure, cell_verdict, is_auto_test, split_test
 
@@ -129,6 +129,12 @@ def _judge(results: list[dict], ref_dir: Path, stu_dir: Path) -> dict[str, dict]
 
 
 def _problems(m: Mutant, ex, got: dict[str, dict]) -> list[str]:  # noqa: ANN001 - Exercise
+    if m.valid:  # a correct answer written differently: every cell it reaches keeps its points
+        return [
+            f"valid variant lost the points of cell {gid}: {v.get('why', '')}"
+            for gid, v in sorted(got.items())
+            if not v["passed"]
+        ]
     probs = [
         f"its own exercise's cell {gid} PASSED (the tests miss this wrong answer)"
         for gid in sorted(ex.auto_ids)
@@ -219,7 +225,7 @@ def check_lab_mutants(
 
     cfg = cfg.with_(fast=True)
     rubric = load_rubric(cfg.rubric / f"{lab}.yaml")
-    mutants = find_mutants(cfg, lab) if mutants is None else mutants
+    mutants = find_checked(cfg, lab) if mutants is None else mutants
     nb = source_notebook(cfg, lab)
     pos = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
     problems: dict[str, list[str]] = {}

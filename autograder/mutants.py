@@ -61,6 +61,7 @@ class Mutant:
     source: str  # the complete mutated text: the edits applied to the reference cell or module
     path: Path
     hidden_only: str = ""  # why the visible tests cannot catch it ("" = they must)
+    valid: bool = False  # a correct answer written differently (autograder/valid/): it must keep every point
 
     @property
     def is_file_mutant(self) -> bool:
@@ -230,6 +231,60 @@ def find_mutants(cfg: CourseConfig, lab: str) -> list[Mutant]:
         return []
     ref = reference_texts(cfg, lab)
     return [parse_mutant(p, lab, ref) for p in sorted(d.glob("*.py"))]
+
+
+VALID_KEYS = ("valid", "exercise", "replaces", "why")
+_VALID_LINE = re.compile(r"^#\s*(" + "|".join(VALID_KEYS) + r")\s*:(.*)$")
+
+
+def parse_valid(path: Path, lab: str, reference: Mapping[str, str]) -> Mutant:
+    """A valid variant (``autograder/valid/<lab>/<name>.py``): a header - ``# valid: <name>``,
+    ``# exercise: <rubric id>``, ``# replaces: <grade_id or module>``, ``# why:`` (comment lines continue
+    it) - then the whole answer cell or module, as a student could hand it in. Checked by the same machinery
+    as a mutant (:mod:`autograder.mutant_check`), with the opposite verdict: every cell must pass."""
+    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    header: dict[str, str] = {}
+    key, start = None, len(lines)
+    for i, line in enumerate(lines):
+        hit = _VALID_LINE.match(line.strip())
+        if hit and hit.group(1) not in header:
+            key = hit.group(1)
+            header[key] = hit.group(2).strip()
+        elif key == "why" and line.startswith("#"):
+            header["why"] += " " + line.lstrip("#").strip()
+        else:
+            start = i
+            break
+    missing = [k for k in VALID_KEYS if not header.get(k)]
+    if missing:
+        raise ValueError(
+            f"{path}: valid variant header lacks {missing}; expected '# valid:', '# exercise:', "
+            "'# replaces:', '# why:' lines at the top"
+        )
+    target, body = header["replaces"], "\n".join(lines[start:]).strip("\n")
+    if target not in reference:
+        raise ValueError(f"{path}: replaces {target!r}, which is not an answer cell or module of {lab}")
+    if body.strip() == reference[target].strip():
+        raise ValueError(f"{path}: its body is the reference itself, not a variant")
+    if is_file_target(target):
+        body += "\n"
+    return Mutant(
+        lab, header["valid"], header["exercise"], target, header["why"], body, Path(path), valid=True
+    )
+
+
+def find_valid(cfg: CourseConfig, lab: str) -> list[Mutant]:
+    """The valid variants of ``lab`` (``autograder/valid/<lab>/*.py``, beside ``autograder/mutants/``)."""
+    d = cfg.mutants.parent / "valid" / lab
+    if not d.is_dir():
+        return []
+    ref = reference_texts(cfg, lab)
+    return [parse_valid(p, lab, ref) for p in sorted(d.glob("*.py"))]
+
+
+def find_checked(cfg: CourseConfig, lab: str) -> list[Mutant]:
+    """Everything the exercise-level check runs for ``lab``: its mutants, then its valid variants."""
+    return find_mutants(cfg, lab) + find_valid(cfg, lab)
 
 
 def source_notebook(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:

@@ -67,6 +67,24 @@ def test_every_valid_variant_has_its_header():
         assert header["valid"] == f.stem, f"{f}: '# valid: {header['valid']}', want the file name {f.stem!r}"
 
 
+def test_the_mutant_checker_reads_every_valid_variant():
+    """The exercise-level check (``python -m autograder mutants``, ``make course``) runs each variant with the
+    opposite verdict of a mutant: it names a rubric exercise, and a cell variant replaces one of its cells."""
+    from autograder.config import CourseConfig
+    from autograder.mutants import find_valid
+    from autograder.rubrics import load_rubric
+
+    cfg = CourseConfig()
+    seen = 0
+    for lab in cfg.lab_ids():
+        rubric = load_rubric(cfg.rubric / f"{lab}.yaml")
+        for m in find_valid(cfg, lab):
+            seen += 1
+            ex = rubric.exercise(m.exercise)  # KeyError names an unknown exercise
+            assert m.valid and (m.is_file_mutant or m.replaces in ex.solution_cells), (m.name, m.replaces)
+    assert seen == len(sorted(VALID.glob("*/*.py"))), seen
+
+
 # ---- lab03: the trace counts torch's aliases as the collective they name ----------------------------------
 def _both_spellings() -> dict:
     world, rank = dist.get_world_size(), dist.get_rank()

@@ -1,4 +1,5 @@
 # valid: checkpoint_part_rename
+# exercise: atomic
 # replaces: fttrainer/checkpoint.py
 # why: every file (each rank's file and the manifest) is written as <name>.part, flushed, fsynced and renamed
 #      to <name> inside the staging folder, which is fsynced before it is published: as durable as writing

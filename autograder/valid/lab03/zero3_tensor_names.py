@@ -1,4 +1,5 @@
 # valid: zero3_tensor_names
+# exercise: zero3
 # replaces: zero3_solution
 # why: ZeRO-3 written with dist.all_gather_into_tensor / dist.reduce_scatter_tensor, torch's other names for
 #      all_gather_single / reduce_scatter_single (in torch 2.13 each only forwards to the other with the same
