@@ -128,7 +128,10 @@ def save_checkpoint(
     single process). Returns the published folder on every rank; raises on every rank when it was not
     published.
     """
-    raise NotImplementedError("homework task atomic: temp dir, fsync, manifest last, rename, latest, prune")
+    raise NotImplementedError(
+        "homework task atomic: implement save_checkpoint in homework/checkpoint.py (temp dir, fsync, manifest"
+        " last, rename, latest, prune); hint('homework.atomic') shows a hint"
+    )
 
 
 
@@ -142,14 +145,18 @@ def checkpoint_problem(path: str | os.PathLike[str], hash_files: bool = True) ->
     file of its world size not listed, a listed file missing, of another size or (``hash_files``) another
     sha256."""
     raise NotImplementedError(
-        "homework task atomic: what makes a folder incomplete: manifest, rank files, sizes, sha256"
+        "homework task atomic: implement checkpoint_problem in homework/checkpoint.py (what makes a folder "
+        "incomplete: manifest, rank files, sizes, sha256); hint('homework.atomic') shows a hint"
     )
 
 
 def verify_checkpoint(path: str | os.PathLike[str]) -> bool:
     """True when ``path``'s manifest names ``shared.pt`` and all ``world_size`` rank files, and every listed
     file is present with its size and sha256."""
-    raise NotImplementedError("homework task atomic: manifest present and every checksum matches")
+    raise NotImplementedError(
+        "homework task atomic: implement verify_checkpoint in homework/checkpoint.py (manifest present and "
+        "every checksum matches); hint('homework.atomic') shows a hint"
+    )
 
 
 def list_checkpoints(root: str | os.PathLike[str]) -> list[Path]:
@@ -163,7 +170,10 @@ def list_checkpoints(root: str | os.PathLike[str]) -> list[Path]:
 
 def latest_checkpoint(root: str | os.PathLike[str]) -> Path | None:
     """The newest checkpoint that verifies, or None. Skips (and logs why) incomplete or corrupt ones."""
-    raise NotImplementedError("homework task atomic: newest checkpoint that verifies")
+    raise NotImplementedError(
+        "homework task atomic: implement latest_checkpoint in homework/checkpoint.py (newest checkpoint that "
+        "verifies); hint('homework.atomic') shows a hint"
+    )
 
 
 def load_checkpoint(path: str | os.PathLike[str], rank: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -174,7 +184,8 @@ def load_checkpoint(path: str | os.PathLike[str], rank: int) -> tuple[dict[str, 
     ``local`` is None only when rank ``rank`` did not exist in the saved run (``rank >= world_size`` saved);
     a rank of the saved world whose file is missing is an error, never "a new rank"."""
     raise NotImplementedError(
-        "homework task atomic: load onto the CPU; a missing rank file of the saved world"
+        "homework task atomic: implement load_checkpoint in homework/checkpoint.py (load onto the CPU; a "
+        "missing rank file of the saved world); hint('homework.atomic') shows a hint"
     )
 
 
@@ -184,7 +195,10 @@ def prune(root: str | os.PathLike[str], keep_last: int, newest: int | None = Non
     Only complete checkpoints (manifest with every rank file, sizes match) count and are deleted; with
     ``newest`` (the step just written) nothing at or after that step is touched, so a save never deletes
     itself. Incomplete ``step-N`` folders are left alone (never resumed; an operator may want to look)."""
-    raise NotImplementedError("homework task atomic: keep the newest keep_last complete checkpoints")
+    raise NotImplementedError(
+        "homework task atomic: implement prune in homework/checkpoint.py (keep the newest keep_last complete "
+        "checkpoints); hint('homework.atomic') shows a hint"
+    )
 
 
 def _step_of(path: Path) -> int:

@@ -144,7 +144,8 @@ def check_resume_config(saved: dict[str, Any], current: TrainConfig) -> None:
     """Raise :class:`ConfigMismatchError` naming every training field whose value differs from the
     saved one."""
     raise NotImplementedError(
-        "homework task recovery: refuse a resume whose training fields differ, naming them"
+        "homework task recovery: implement check_resume_config in homework/config.py (refuse a resume whose "
+        "training fields differ, naming them); hint('homework.recovery') shows a hint"
     )
 
 

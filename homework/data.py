@@ -92,5 +92,6 @@ def check_dataset(saved: dict[str, Any], current: DatasetMeta) -> None:
     Version labels must be equal, and so must the fingerprints (same label, other contents is also refused).
     """
     raise NotImplementedError(
-        "homework task recovery: refuse a checkpoint trained on another dataset version"
+        "homework task recovery: implement check_dataset in homework/data.py (refuse a checkpoint trained on "
+        "another dataset version); hint('homework.recovery') shows a hint"
     )

@@ -38,7 +38,10 @@ def build_model(cfg: TrainConfig) -> nn.Module:
 def wrap_model(model: nn.Module, world_size: int, device: torch.device) -> nn.Module:
     """DDP when there is more than one rank (parameters are broadcast from rank 0 here); the bare model
     otherwise."""
-    raise NotImplementedError("homework task ddp: DistributedDataParallel when world_size > 1")
+    raise NotImplementedError(
+        "homework task ddp: implement wrap_model in homework/ddp.py (DistributedDataParallel when world_size "
+        "> 1); hint('homework.ddp') shows a hint"
+    )
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -53,7 +56,10 @@ def make_scheduler(
     optimizer: torch.optim.Optimizer, cfg: TrainConfig, total_steps: int
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up for ``cfg.warmup_steps``, then cosine decay to 10% of the peak over ``total_steps``."""
-    raise NotImplementedError("homework task ddp: linear warm-up, then cosine decay to 10%")
+    raise NotImplementedError(
+        "homework task ddp: implement make_scheduler in homework/ddp.py (linear warm-up, then cosine decay to"
+        " 10%); hint('homework.ddp') shows a hint"
+    )
 
 
 @dataclass

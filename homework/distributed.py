@@ -59,7 +59,10 @@ def init_distributed(backend: str = "auto", timeout_s: float = 120.0) -> DistInf
       the restart attempt, the store hosted by torchrun's agent or else by rank 0;
     - otherwise: a single process, no process group at all (world 1 needs no collectives).
     """
-    raise NotImplementedError("homework task recovery: restart-safe process group (PrefixStore per attempt)")
+    raise NotImplementedError(
+        "homework task recovery: implement init_distributed in homework/distributed.py (restart-safe process "
+        "group (PrefixStore per attempt)); hint('homework.recovery') shows a hint"
+    )
 
 
 def _device(backend: str, rank: int) -> torch.device:
@@ -77,7 +80,10 @@ def any_rank(flag: bool, info: DistInfo) -> bool:
     SIGTERM reaches ranks at different moments; deciding to stop through a collective makes every rank stop
     after the *same* step, so they all enter the checkpoint's collectives together instead of deadlocking.
     """
-    raise NotImplementedError("homework task recovery: agree on a flag across ranks with one all-reduce")
+    raise NotImplementedError(
+        "homework task recovery: implement any_rank in homework/distributed.py (agree on a flag across ranks "
+        "with one all-reduce); hint('homework.recovery') shows a hint"
+    )
 
 
 def barrier(info: DistInfo) -> None:

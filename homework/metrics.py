@@ -105,4 +105,7 @@ def straggler_report(steps: pd.DataFrame, skip: int = 1) -> dict[str, Any]:
     per step (``step_s - wait_s - sync_s``); ``waited_s`` is the total time the *other* ranks spent in the
     wait probe. Returns ``{"slowest_rank", "waited_s", "per_rank" (DataFrame), "text"}``.
     """
-    raise NotImplementedError("homework task metrics: name the slowest rank and the time the others waited")
+    raise NotImplementedError(
+        "homework task metrics: implement straggler_report in homework/metrics.py (name the slowest rank and "
+        "the time the others waited); hint('homework.metrics') shows a hint"
+    )

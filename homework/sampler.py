@@ -32,7 +32,8 @@ def grad_accum_steps(global_batch: int, micro_batch: int, world_size: int) -> in
     the job is restarted on another number of ranks, so a global batch that does not divide is an error.
     """
     raise NotImplementedError(
-        "homework task ddp: micro-batches per rank per step; ValueError naming the numbers"
+        "homework task ddp: implement grad_accum_steps in homework/sampler.py (micro-batches per rank per "
+        "step; ValueError naming the numbers); hint('homework.ddp') shows a hint"
     )
 
 
@@ -59,29 +60,43 @@ class ElasticSampler:
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch's shuffle; moving to another epoch starts it at its beginning."""
         raise NotImplementedError(
-            "homework task sampler: select the epoch (a new epoch starts at position 0)"
+            "homework task sampler: implement ElasticSampler.set_epoch in homework/sampler.py (select the "
+            "epoch (a new epoch starts at position 0)); hint('homework.sampler') shows a hint"
         )
 
     def epoch_order(self) -> torch.Tensor:
         """The epoch's global order: identical on every rank and at every world size."""
-        raise NotImplementedError("homework task sampler: randperm(size) seeded with seed + epoch")
+        raise NotImplementedError(
+            "homework task sampler: implement ElasticSampler.epoch_order in homework/sampler.py "
+            "(randperm(size) seeded with seed + epoch); hint('homework.sampler') shows a hint"
+        )
 
     def __len__(self) -> int:
         """Steps left in this epoch."""
-        raise NotImplementedError("homework task sampler: steps left in this epoch")
+        raise NotImplementedError(
+            "homework task sampler: implement ElasticSampler.__len__ in homework/sampler.py (steps left in "
+            "this epoch); hint('homework.sampler') shows a hint"
+        )
 
     def __iter__(self) -> Iterator[list[list[int]]]:
         """For each remaining global step of the epoch: this rank's ``accum`` micro-batches (lists of sample
         indices). ``consumed`` grows by one global batch as each step is handed out."""
         raise NotImplementedError(
-            "homework task sampler: yield this rank's micro-batches of each global step"
+            "homework task sampler: implement ElasticSampler.__iter__ in homework/sampler.py (yield this "
+            "rank's micro-batches of each global step); hint('homework.sampler') shows a hint"
         )
 
     def state_dict(self) -> dict[str, Any]:
         """The global position: ``{"epoch", "consumed", "size", "global_batch", "seed"}``."""
-        raise NotImplementedError("homework task elastic: the global position (epoch, samples consumed, ...)")
+        raise NotImplementedError(
+            "homework task elastic: implement ElasticSampler.state_dict in homework/sampler.py (the global "
+            "position (epoch, samples consumed, ...)); hint('homework.elastic') shows a hint"
+        )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at a global position; valid at any world size, but only for the same data and global
         batch."""
-        raise NotImplementedError("homework task elastic: resume the stream at the saved global position")
+        raise NotImplementedError(
+            "homework task elastic: implement ElasticSampler.load_state_dict in homework/sampler.py (resume "
+            "the stream at the saved global position); hint('homework.elastic') shows a hint"
+        )

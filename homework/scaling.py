@@ -80,7 +80,8 @@ def run_scaling(
     for others), cost_per_sample (rank-seconds per sample), usd_per_1m_samples (at ``price_per_rank_hour``).
     """
     raise NotImplementedError(
-        "homework task scaling: world 1, 2, 4 -> table, efficiency, cost per sample, plot"
+        "homework task scaling: implement run_scaling in homework/scaling.py (world 1, 2, 4 -> table, "
+        "efficiency, cost per sample, plot); hint('homework.scaling') shows a hint"
     )
 
 

@@ -23,12 +23,18 @@ from .sampler import ElasticSampler
 
 def rng_state() -> dict[str, Any]:
     """Every RNG state of this process."""
-    raise NotImplementedError("homework task state: every RNG state of this process")
+    raise NotImplementedError(
+        "homework task state: implement rng_state in homework/state.py (every RNG state of this process); "
+        "hint('homework.state') shows a hint"
+    )
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     """Restore every RNG state returned by :func:`rng_state`."""
-    raise NotImplementedError("homework task state: restore what rng_state returned")
+    raise NotImplementedError(
+        "homework task state: implement set_rng_state in homework/state.py (restore what rng_state returned);"
+        " hint('homework.state') shows a hint"
+    )
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
@@ -47,7 +53,10 @@ def capture_state(
     world_size: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(shared, local)``: the shared state (write once, from rank 0) and this rank's own state."""
-    raise NotImplementedError("homework task state: (shared, local) state of a complete checkpoint")
+    raise NotImplementedError(
+        "homework task state: implement capture_state in homework/state.py ((shared, local) state of a "
+        "complete checkpoint); hint('homework.state') shows a hint"
+    )
 
 
 def restore_state(
@@ -66,5 +75,6 @@ def restore_state(
     that existed would silently change its dropout masks.
     """
     raise NotImplementedError(
-        "homework task state: load a checkpoint into model, optimizer, scheduler, sampler, RNGs"
+        "homework task state: implement restore_state in homework/state.py (load a checkpoint into model, "
+        "optimizer, scheduler, sampler, RNGs); hint('homework.state') shows a hint"
     )

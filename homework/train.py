@@ -2,6 +2,11 @@
 # yours to edit): implement every function that raises NotImplementedError("homework task <id>: ...").
 """Entry point of the fault-tolerant trainer: ``python -m homework.train [--option value ...]``.
 
+Python must find the package: run these from the folder that holds it, or with that folder on ``PYTHONPATH``.
+In the student repository ``make lab`` puts ``work/homework/`` (where a student's copy lives) on the venv's
+``sys.path``, so they work from the repository root too. ``--help`` shows every option (generated from
+``TrainConfig``) and these examples.
+
 Single process (world 1, no process group)::
 
     python -m homework.train --run-dir runs/demo --epochs 2
@@ -34,18 +39,34 @@ In a notebook, on ranks started by ``course_dist.launch`` (the group exists alre
     course_dist.launch(homework.trainer.train, world_size=2, args=(TrainConfig(run_dir="runs/nb"),))
 
 Fault drills: ``COURSE_FAULTS="kill:1@5"`` SIGKILLs rank 1 at step 5 (first attempt only), ``slow:1@0:0.05``
-makes rank 1 a straggler. ``python -m homework.train --help`` lists every option (generated from
-``TrainConfig``).
+makes rank 1 a straggler.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
 
-from .config import TrainConfig
+from .config import TrainConfig, build_parser
 from .trainer import train
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Each option's default shown, and the examples kept line for line."""
+
+
+def cli_parser() -> argparse.ArgumentParser:
+    """``TrainConfig``'s parser named after this package, with this module's docstring as its help text."""
+    text = (__doc__ or "").replace("``", "").replace("::\n", ":\n")
+    description, _, epilog = text.partition("\n\n")
+    parser = build_parser()
+    parser.prog = f"python -m {__package__}.train"
+    parser.description = description + "\n\n" + epilog.partition("\n\n")[0]
+    parser.epilog = epilog.partition("\n\n")[2]
+    parser.formatter_class = _HelpFormatter
+    return parser
 
 
 def setup_logging() -> None:
@@ -61,7 +82,12 @@ def setup_logging() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line (``--help``; a bad option or value exits 2 with argparse's message), train."""
-    cfg = TrainConfig.from_cli(argv)  # before logging: --help and usage errors print nothing else
+    parser = cli_parser()  # before logging: --help and usage errors print nothing else
+    ns = parser.parse_args(argv)
+    try:
+        cfg = TrainConfig(**vars(ns))
+    except ValueError as e:  # a bad value: usage + message, exit status 2 (as TrainConfig.from_cli)
+        parser.error(str(e))
     setup_logging()
     train(cfg)
     return 0

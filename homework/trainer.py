@@ -132,7 +132,8 @@ def resume(run: Run) -> int | None:
     before touching anything, and restores the state. Logs the ``start`` event either way.
     """
     raise NotImplementedError(
-        "homework task recovery: rank 0 chooses the checkpoint, broadcast, check, restore"
+        "homework task recovery: implement resume in homework/trainer.py (rank 0 chooses the checkpoint, "
+        "broadcast, check, restore); hint('homework.recovery') shows a hint"
     )
 
 
@@ -140,13 +141,17 @@ def save(run: Run, step: int) -> float:
     """Checkpoint ``step`` on every rank (two-phase: every rank's RNG file, rank 0's shared state); logs a
     ``checkpoint`` event and returns the seconds it took."""
     raise NotImplementedError(
-        "homework task atomic: capture the state and publish it from every rank (two-phase)"
+        "homework task atomic: implement save in homework/trainer.py (capture the state and publish it from "
+        "every rank (two-phase)); hint('homework.atomic') shows a hint"
     )
 
 
 def metrics_row(run: Run, stats: StepStats, micro_batches: list[list[int]], step_s: float) -> dict[str, Any]:
     """The ``step`` row of :data:`metrics.STEP_FIELDS` for the step just finished (``run.step``)."""
-    raise NotImplementedError("homework task metrics: the step row of metrics.STEP_FIELDS")
+    raise NotImplementedError(
+        "homework task metrics: implement metrics_row in homework/trainer.py (the step row of "
+        "metrics.STEP_FIELDS); hint('homework.metrics') shows a hint"
+    )
 
 
 def train_loop(run: Run, pre: Any) -> str:
@@ -157,7 +162,8 @@ def train_loop(run: Run, pre: Any) -> str:
     metrics row, then a checkpoint when due. A final checkpoint is written if the last step is not saved yet.
     """
     raise NotImplementedError(
-        "homework task recovery: the steps: faults, train_step, metrics, checkpoints, SIGTERM"
+        "homework task recovery: implement train_loop in homework/trainer.py (the steps: faults, train_step, "
+        "metrics, checkpoints, SIGTERM); hint('homework.recovery') shows a hint"
     )
 
 

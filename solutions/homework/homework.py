@@ -70,7 +70,26 @@ from course_dist import hint  # noqa: F401 - for your scratch cells: hint("homew
 from course_dist.evidence import grading_seed
 from course_dist.labkit import homework as kit
 
-hw = kit.package()  # the adapter: HW_PACKAGE (default "homework"; the grader submits the reference the same way)
+
+class _NoPackage:
+    """Stands in for a trainer package that did not import: every cell that uses it then says why and what to
+    do, instead of failing with NameError: name 'hw' is not defined."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __getattr__(self, name: str):
+        raise ModuleNotFoundError(self.why)
+
+
+try:
+    hw = kit.package()  # the adapter: HW_PACKAGE (default "homework"; the grader submits the reference the same way)
+except Exception as e:  # no package folder, or the package's own import fails (a syntax error, say)
+    hw = _NoPackage(
+        f"the trainer package {kit.package_name()!r} did not import ({type(e).__name__}: {e}). It is the folder "
+        "homework/ beside this notebook (make lab puts the skeleton in work/homework/homework/; hand in both). "
+        "Then start with Exercise 1, homework task ddp: sampler.grad_accum_steps"
+    )
 FAST = course_dist.fast_mode()
 WORK = Path(tempfile.mkdtemp(prefix="homework-"))
 atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # removed when the kernel shuts down
@@ -79,7 +98,6 @@ MAX_RESTARTS = 3
 SGD = dict(optimizer="sgd", lr=0.1)  # plain SGD: a gradient scaled by mistake shows in the parameters
 REC = dict(SGD, data_size=64, epochs=24, ckpt_every=4)  # one step per epoch: every resume starts an epoch
 DROP = dict(dropout=0.3, epochs=2, ckpt_every=4)  # dropout: the run depends on every rank's RNG
-print(f"grading package {hw.__name__!r} from {kit.package_root(hw)}; fast mode: {FAST}; runs in {WORK}")
 
 
 def raises(exc: type, match: str, fn, *args, **kwargs) -> str:
@@ -119,6 +137,11 @@ def lr_curve(warmup: int, total: int, lr: float = 0.1) -> list[float]:
         opt.step()
         sched.step()
     return out
+
+
+if isinstance(hw, _NoPackage):  # last, once every helper above exists: each exercise then names this too
+    raise ModuleNotFoundError(hw.why)
+print(f"grading package {hw.__name__!r} from {kit.package_root(hw)}; fast mode: {FAST}; runs in {WORK}")
 
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "launch_md"}
