@@ -8,6 +8,7 @@ commands:
   mutants   every known-wrong answer loses exactly its exercise (exercise level, fast mode)
   manual    hand grading: a CSV of the written answers to grade (--template), then its points -> gradebook
   export    final grades (auto + hand-given) -> build/grades.csv, feedback regenerated with the final score
+  student-repo  write the student distribution (labs, homework skeleton, course_dist, make lab; no answers)
 
 examples:
   python -m autograder release --lab lab02
@@ -16,6 +17,7 @@ examples:
   python -m autograder merge build/shards/*-of-8
   python -m autograder manual --template build/manual.csv && python -m autograder manual build/manual.csv
   python -m autograder export
+  python -m autograder student-repo ../course-student                 # then git init/add/commit/push there
   python -m autograder grade --help                                    # each command explains its outputs
 """
 
@@ -115,6 +117,23 @@ sample), build/scores.png, feedback under build/nbgrader/feedback/, build/refere
 examples:
   python -m autograder course                     # every lab (make course)
   python -m autograder course --lab lab02         # one lab while writing it
+"""
+
+
+STUDENT_REPO_HELP = """Write the student distribution into DIR: the repository students clone (publish it
+as its own git repository; never give students the course repository, which holds the answers).
+
+DIR gets labs/ (the release; labs/homework/homework/ is the homework skeleton), course_dist/, the pinned
+requirements.txt, constraints.txt and environment.yml, and the student's README.md, Makefile (make lab) and
+.gitignore. No solutions/, no autograder/ (judges, mutants, rubrics), no solution or hidden-test line. It
+refuses a missing release (run make release) or a stale homework skeleton, and a non-empty DIR unless --force
+(which replaces everything in DIR but .git/).
+
+publish:
+  python -m autograder student-repo ../course-student
+  cd ../course-student && git init -b main && git add -A && git commit -m "course release"
+  git remote add origin <students' repository URL> && git push -u origin main
+update (later releases): python -m autograder student-repo ../course-student --force, then commit and push.
 """
 
 
@@ -221,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mu.add_argument("--lab", action="append", help="only this lab (repeatable)")
 
+    sr = sub.add_parser(
+        "student-repo",
+        help="write the student distribution",
+        description=STUDENT_REPO_HELP,
+        formatter_class=RAW,
+    )
+    sr.add_argument("dir", type=Path, metavar="DIR", help="where to write it (outside the course repository)")
+    sr.add_argument("--force", action="store_true", help="replace DIR's contents (its .git/ is kept)")
     return p
 
 
@@ -314,6 +341,19 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.mutant_check import check_all
 
         return check_all(cfg, args.lab)
+    if args.cmd == "student-repo":
+        from autograder.student_repo import build_student_repo
+
+        try:
+            files = build_student_repo(cfg, args.dir, force=args.force)
+        except ValueError as exc:
+            sys.stderr.write(f"student-repo: {exc}\n")
+            return 2
+        sys.stdout.write(
+            f"wrote the student distribution to {args.dir.resolve()} ({len(files)} files); publish it: "
+            f"cd {args.dir} && git init -b main && git add -A && git commit -m 'course release' && git push\n"
+        )
+        return 0
     return 2
 
 
