@@ -3,8 +3,7 @@
 Commands (``python -m autograder <cmd> --help``)::
 
     python -m autograder release [--lab L]          # solutions/<lab>/<lab>.py -> labs/<lab>/ (make release)
-    python -m autograder grade SUBMISSIONS [--lab L] [--workers N] [--timeout S] [--cell-timeout S] [--out
-    CSV]
+    python -m autograder grade SUBMISSIONS [--lab L] [--workers N] [--student NAME] [--out CSV]
     python -m autograder course                     # make course: release, run references, grade samples
     python -m autograder mutants [--lab L]          # exercise-level mutant check (nbclient, fast mode)
 

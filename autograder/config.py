@@ -2,8 +2,7 @@
 
 Every path defaults to the repository layout of DESIGN.md; tests point the same code at a fixture course by
 building a ``CourseConfig(root=...)`` for a temporary copy. Numbers are validated here so that a bad flag
-fails
-with the value received, before any notebook runs.
+fails with the value received, before any notebook runs.
 """
 
 from __future__ import annotations
@@ -42,8 +41,7 @@ class CourseConfig:
         workers: submissions graded in parallel (each in its own process session).
         cell_timeout: seconds one cell may run before nbgrader interrupts it. Sized for distributed cells:
             a launch in fast mode takes seconds, a launcher-side timeout is ~60 s, so the cell limit sits
-            above
-            the launcher's so the launcher's diagnosis (stacks per rank) is what the student sees.
+            above the launcher's so the launcher's diagnosis (stacks per rank) is what the student sees.
         notebook_timeout: wall-clock cap for one whole submission (autograde + feedback). On expiry the
             submission's entire process tree (kernel, ranks, grandchildren) is killed and the row says why.
         fast: run grading kernels with ``COURSE_FAST=1`` (small sizes; DESIGN.md "fast grading mode").

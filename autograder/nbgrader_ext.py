@@ -48,9 +48,8 @@ ensure_bin_on_path()
 class NameStubs(NbGraderPreprocessor):
     """Replace the generic stub token with the task's name (runs right after ClearSolutions).
 
-    nbgrader's ``code_stub`` is one string per language; students (and the CS336 convention) want the stub
-    to say
-    which task it is: ``raise NotImplementedError("lab02: implement sampler_solution ...")``.
+    nbgrader's ``code_stub`` is one string per language; students (and the CS336 convention) want the stub to
+    say which task it is: ``raise NotImplementedError("lab02: implement sampler_solution ...")``.
     """
 
     exercise_of = Dict({}, help="grade_id of an answer cell -> rubric exercise id (for the hint id)").tag(

@@ -3,8 +3,7 @@
 A grading kernel is started by jupyter_client in a *new session* (``start_new_session=True``), ranks may be
 forked or spawned under it, and a student's code may double-fork. So we mark the submission's worker with an
 environment token (inherited by the kernel, every rank and every grandchild) and kill by two criteria: the
-worker's
-descendants (psutil) and any process carrying the token.
+worker's descendants (psutil) and any process carrying the token.
 """
 
 from __future__ import annotations

@@ -104,9 +104,8 @@ def generate_assignment(cfg: CourseConfig, lab: str) -> Path:
     if src_dir.exists():
         shutil.rmtree(src_dir)
     src_dir.mkdir(parents=True)
-    # Data beside the source travels (hints.yaml, csv, images); code does not: the .py holds the solutions
-    # and a
-    # package beside it (the homework's fttrainer/) is the reference implementation.
+    # Data beside the source travels (hints.yaml, csv, images); code does not: the .py holds the solutions and
+    # a package beside it (the homework's fttrainer/) is the reference implementation.
     _copy_extras(cfg.solutions / lab, src_dir, skip={f"{lab}.py"}, data_only=True)
     write_notebook(build_source_notebook(cfg, lab), src_dir / f"{lab}.ipynb")
 

@@ -1,11 +1,9 @@
 """Reading a lab's hand-edited source and finding what must never reach students.
 
 A lab is ``solutions/<lab>/<lab>.py`` in jupytext *percent* format; each cell header carries the nbgrader
-metadata
-(``# %% nbgrader={...}``), so the source diffs as code and ruff lints it. This module turns it into a
-notebook, and
-extracts the solution regions and hidden-test regions line by line (the leak and hint checks compare
-against them).
+metadata (``# %% nbgrader={...}``), so the source diffs as code and ruff lints it. This module turns it into a
+notebook, and extracts the solution regions and hidden-test regions line by line (the leak and hint checks
+compare against them).
 """
 
 from __future__ import annotations
@@ -36,9 +34,8 @@ def read_source(path: Path) -> nbformat.NotebookNode:
     """Read a percent-format source into an nbformat v4 notebook with stable cell ids and no jupytext
     metadata.
 
-    Cell id = the nbgrader ``grade_id`` where there is one, else ``cell-<index>``: re-running the release
-    on an
-    unchanged source gives byte-identical notebooks.
+    Cell id = the nbgrader ``grade_id`` where there is one, else ``cell-<index>``: re-running the release on
+    an unchanged source gives byte-identical notebooks.
     """
     import jupytext
 

@@ -19,8 +19,7 @@ def seed_all(seed: int, rank: int = 0, *, deterministic: bool = False) -> int:
     """Seed python, numpy, torch (and every CUDA device) with ``seed + rank``; return that seed.
 
     Pass ``rank=course_dist.rank()`` for a different but reproducible stream per rank (data augmentation,
-    dropout);
-    keep ``rank=0`` on every rank when all ranks must draw the same numbers (model init before DDP
+    dropout); keep ``rank=0`` on every rank when all ranks must draw the same numbers (model init before DDP
     broadcasts it).
     ``deterministic=True`` also asks torch for deterministic kernels (slower; errors on ops that have none).
     """

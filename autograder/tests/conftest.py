@@ -21,8 +21,7 @@ def fixlab_course(tmp_path_factory: pytest.TempPathFactory) -> CourseConfig:
     root = tmp_path_factory.mktemp("fixcourse")
     shutil.copytree(FIXTURE, root, dirs_exist_ok=True)
     # Generous limits: CI boxes with 2 busy cores start a forkserver (torch import) slowly. The launcher's
-    # timeout
-    # (25 s) sits below the cell timeout (45 s) so a hung rank is reported by the launcher.
+    # timeout (25 s) sits below the cell timeout (45 s) so a hung rank is reported by the launcher.
     cfg = CourseConfig(
         root=root,
         workers=2,

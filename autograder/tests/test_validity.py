@@ -1,7 +1,6 @@
 """Grading validity on the fixture assignment: tampering does not pay, and one broken submission (loop, hung
 process group, segfaulting rank, dying kernel, copied nbgrader cell) costs its own row only, with a reason,
-and
-leaves no process behind. Real nbgrader, real kernels, real gloo process groups.
+and leaves no process behind. Real nbgrader, real kernels, real gloo process groups.
 """
 
 from __future__ import annotations
