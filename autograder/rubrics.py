@@ -9,6 +9,18 @@ from pathlib import Path
 import yaml
 
 KINDS = ("auto", "manual")
+REQUIREMENT_FIELDS = ("text", "visible", "hidden", "mutants")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One rule an exercise's text states, with the visible assert that pins it (issue 27): a student who
+    passes the visible tests has been told every requirement the hidden tests check."""
+
+    text: str  # the rule, as the exercise text states it
+    visible: str  # a substring of the visible assert line (before BEGIN HIDDEN TESTS) that pins it
+    hidden: str  # the hidden variants that repeat it on seeded inputs
+    mutants: tuple[str, ...] = ()  # known-wrong answers (autograder/mutants/<lab>/) that break only it
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,8 @@ class Exercise:
     solution_cells: tuple[str, ...]
     graded_cells: tuple[GradedCell, ...]
     stretch: bool = False  # optional exercise beyond the 90-minute core path (DESIGN.md, release conventions)
+    # None: the rubric gives no list (tests/test_requirements.py fails for an auto-graded exercise)
+    requirements: tuple[Requirement, ...] | None = None
 
     @property
     def points(self) -> float:
@@ -98,6 +112,7 @@ def load_rubric(path: Path) -> Rubric:
                 tuple(ex.get("solution_cells") or ()),
                 tuple(cells),
                 stretch,
+                _requirements(ex, f"{where} ({data['lab']}): exercise {ex['id']}"),
             )
         )
     submit_as = data.get("submit_as") or {}
@@ -106,6 +121,32 @@ def load_rubric(path: Path) -> Rubric:
     return Rubric(
         str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises), dict(submit_as)
     )
+
+
+def _requirements(ex: dict, where: str) -> tuple[Requirement, ...] | None:
+    """An exercise's optional ``requirements:`` list; errors name the lab, the exercise and the field."""
+    if "requirements" not in ex:
+        return None
+    raw = ex["requirements"]
+    if not isinstance(raw, list) or not raw:
+        raise ValueError(f"{where}: requirements must be a non-empty list, got {raw!r}")
+    out = []
+    for i, req in enumerate(raw):
+        at = f"{where}: requirements[{i}]"
+        if not isinstance(req, dict):
+            raise ValueError(f"{at}: expected a mapping with {REQUIREMENT_FIELDS}, got {req!r}")
+        unknown = sorted(set(req) - set(REQUIREMENT_FIELDS))
+        if unknown:
+            raise ValueError(f"{at}: unknown field(s) {unknown}; fields are {REQUIREMENT_FIELDS}")
+        for name in ("text", "visible", "hidden"):
+            value = req.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{at}.{name}: expected a non-empty string, got {value!r}")
+        mutants = req.get("mutants") or []
+        if not isinstance(mutants, list) or not all(isinstance(m, str) and m for m in mutants):
+            raise ValueError(f"{at}.mutants: expected a list of mutant names, got {mutants!r}")
+        out.append(Requirement(req["text"].strip(), req["visible"], req["hidden"].strip(), tuple(mutants)))
+    return tuple(out)
 
 
 def rubric_problems(rubric: Rubric, notebook_cells: dict[str, dict], solution_ids: set[str]) -> list[str]:

@@ -505,8 +505,8 @@ for i in range(10):
     args = (rng.uniform(0, 1), rng.uniform(1e5, 1e10), rng.randint(1, 64), rng.uniform(0, 1e-3),
             rng.uniform(1e-11, 1e-8))
     ev.close(f"step time {i}", ddp_step_time(*args), rtol=1e-9)
-    ev.close(f"break-even {i}", dp_break_even_batch(args[0] / 100 + 1e-6, *args[1:]) if args[2] > 1 else 0.0,
-             rtol=1e-9)
+    if args[2] > 1:  # one worker has no break-even batch (nothing to amortize): no key for it
+        ev.close(f"break-even {i}", dp_break_even_batch(args[0] / 100 + 1e-6, *args[1:]), rtol=1e-9)
 ev.equal("step time world 1", ddp_step_time(0.3, 1e9, 1, 1e-3, 1e-9))
 del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
@@ -739,8 +739,7 @@ def tp_evidence(ev, res, world):
 
 
 tp_evidence(ev, tp_res, 2)
-ev.equal("refusals name the numbers", [m is not None and f in m for m, f in
-                                       zip(tp_res[0]["refusals"].values(), ("7", "5"), strict=True)])
+ev.rule("refusals name the numbers", list(tp_res[0]["refusals"].values()), rule="common.contains", needles=["7", "5"])
 for world in pick(full=[3, 4], fast=[3]):
     tp_evidence(ev, launch(lab01.compare_rank, world_size=world, args=(ColumnParallelLinear, RowParallelLinear, 12,
                                                                    24 * world), trace=True, timeout=60), world)

@@ -186,8 +186,8 @@ for world, res, seed in [(2, zero1_w2, 0), (3, zero1_w3, seed_h)]:
     for r, out in enumerate(res):
         ev.close(f"world {world} seed {seed} rank {r}: parameters", lab03.summary(out["yours"]["params"]),
                  atol=1e-6)
-        ev.equal(f"world {world} seed {seed} rank {r}: bitwise equal to full AdamW",
-                 lab03.max_abs_diff(out["yours"]["params"], out["ddp"]["params"]) == 0)
+        ev.equal(f"world {world} seed {seed} rank {r}: bitwise equal to full AdamW",  # the judge: 0.0 == 0.0
+                 lab03.max_abs_diff(out["yours"]["params"], out["ddp"]["params"]))
         ev.rule(f"world {world} rank {r}: optimizer bytes", out["yours"]["optimizer_bytes"], rule="common.le",
                 bound=8 * math.ceil(PSI / world) + 64)
 ### END HIDDEN TESTS
@@ -407,14 +407,16 @@ for world, res, seed, ref in [(2, zero3_w2, 0, single), (3, zero3_w3, seed_h, si
         tag = f"world {world} seed {seed} policy {run['policy']}"
         ev.close(f"{tag}: parameters", lab03.summary(run["params"]), atol=1e-4)
         ev.close(f"{tag}: first-step gradients", lab03.summary(run["grads0"]), atol=1e-6)
-        ev.equal(f"{tag}: equals one process (1e-4)", lab03.max_abs_diff(run["params"], ref["params"]) < 1e-4)
+        ev.rule(f"{tag}: equals one process (1e-4)", lab03.max_abs_diff(run["params"], ref["params"]),
+                rule="common.less_than", bound=1e-4)
         ev.equal(f"{tag}: collectives per step",
                  lab03.collective_counts(res.trace, 0, STEPS, run["window"]))
         ev.close(f"{tag}: peak bytes", float(min(r[i]["peak_bytes"] for r in res)), rtol=0.10)
         ev.close(f"{tag}: steady bytes", float(run["steady_bytes"]), rtol=0.05)
         ev.rule(f"{tag}: bytes held after forward", run["after_forward_bytes"] - run["steady_bytes"],
                 rule="common.le", bound=2 * PSI)
-ev.equal("peaks fall from whole to block to linear", peaks["whole"] > peaks["block"] > peaks["linear"])
+ev.rule("peaks fall from whole to block to linear", [peaks["whole"], peaks["block"], peaks["linear"]],
+        rule="common.decreasing")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -656,7 +658,8 @@ saved_3, resumed_2 = check_ckpt(3, 2, ckpt_root)
 for label, res in [("world 2 -> 3", resumed_3), ("world 3 -> 2", resumed_2)]:
     for r, out in enumerate(res):
         ev.close(f"{label} rank {r}: parameters after the resumed step", lab03.summary(out["params"]), atol=1e-5)
-        ev.equal(f"{label} rank {r}: wrong model named", "blocks.0.fc1." in (out["wrong_model_error"] or ""))
+        ev.rule(f"{label} rank {r}: wrong model named", out["wrong_model_error"], rule="common.contains",
+                needles=["blocks.0.fc1."])
 ### END HIDDEN TESTS
 
 # %% [markdown]
