@@ -1,5 +1,5 @@
 """Rules shared by every lab: ``card``, ``true``, ``between``, ``ge``, ``le``, and the comparisons moved
-out of the student's process (``differ``, ``same``, ``less_than``, ``decreasing``, ``is_max``,
+out of the student's process (``differ``, ``same``, ``less_than``, ``below``, ``decreasing``, ``is_max``,
 ``contains``; see ``autograder.judges``).
 
 Used from a hidden test as ``ev.rule(key, value, rule="common.<name>", **params)``; the judge calls
@@ -158,3 +158,14 @@ def contains(student_value: Any, reference_value: Any = None, *, needles: list[s
     for msg, needle in pairs:
         assert isinstance(msg, str), f"expected a message naming {needle!r}, got {msg!r}"
         assert str(needle) in msg, f"expected the message to name {needle!r}, got {msg[:300]!r}"
+
+
+def below(
+    student_value: Any, reference_value: Any = None, *, factor: float = 1.0, strict: bool = True
+) -> None:
+    """``{"a": x, "b": y}``: ``x < factor·y`` (``<=`` when not ``strict``), two measurements of one run (e.g.
+    a sharded optimizer's peak bytes against DDP's)."""
+    a, b = _pair(student_value)
+    x, y = _number(a, "a"), _number(b, "b") * factor
+    ok = x < y if strict else x <= y
+    assert ok, f"got a={x!r}, expected {'<' if strict else '<='} {y!r} ({factor:g} x b={_number(b, 'b')!r})"
