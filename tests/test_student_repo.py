@@ -8,7 +8,8 @@ make_skeleton.py replaces by a stub). Lines are compared after `autograder.sourc
 (whitespace collapsed; in code, comments dropped) and ignored when trivial: shorter than
 `autograder.source.MIN_LINE_CHARS` (16) characters (`return out`, `else:`, `)`, blank or punctuation-only
 lines), or also present in the given part of a lab source or in the given code of the homework skeleton (the
-release and the skeleton ship those by design).
+release and the skeleton ship those by design). Of a `hints.yaml`, stages 1 and 2 are checked; stage 3 is the
+near-solution DESIGN.md ships on request (`hint(id, 3)`).
 
 Outside `course_dist/` no answer line may appear at all. `course_dist/` is the course's shared code (its
 labkit is written in the same style as the answers, and DESIGN.md forbids it a solution): single lines such
@@ -201,9 +202,12 @@ def _answer_lines() -> tuple[dict[str, str], set[str]]:
 
 
 def _dist_lines(path: Path) -> list[str]:
-    """The file's lines, normalized as the answers are (notebooks cell by cell, by cell type)."""
+    """The file's lines, normalized as the answers are (notebooks cell by cell, by cell type; of a hints.yaml
+    the first two stages: the third is the near-solution DESIGN.md gives on request)."""
     text = path.read_text(errors="replace")
-    if path.suffix == ".ipynb":
+    if path.name == "hints.yaml":
+        text = "\n".join(stage for stages in yaml.safe_load(text).values() for stage in stages[:2])
+    elif path.suffix == ".ipynb":
         nb = nbformat.reads(text, as_version=4)
         return [normalize_line(ln, c.cell_type) for c in nb.cells for ln in c.source.splitlines()]
     # a text file: a line counts both as code and as prose (a comment holding an answer counts)
