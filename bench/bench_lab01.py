@@ -207,7 +207,93 @@ def main(quick: bool = False) -> dict[str, Any]:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     log.info("wrote %s", RESULTS)
-    return {"tp_ratio": tp_ratio, "pp_ratio": pp_ratio, "bubble": bubble, "rows": rows}
+    return {"tp_ratio": tp_ratio, "pp_ratio": pp_ratio, "bubble": bubble, "rows": rows, "brief": brief(quick)}
+
+
+# ---- the brief, reproduced (lab01 exercise 1) ------------------------------------------------------------
+BRIEF_HEADING = "## Brief: naive data parallel, world 2 vs world 1, and a SIGKILL without a checkpoint"
+
+
+def _spread(values: list[float], fmt: str = "{:.0f}") -> str:
+    """min / median / max of ``values``."""
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def brief(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
+    """The notebook's brief (``lab01.reproduce_brief`` + ``kill_without_checkpoint``) at the fast and the
+    full mode's sizes, ``repeats`` times each; writes (or replaces) the brief section of the results page.
+
+        python -c "from bench.bench_lab01 import brief; brief()"
+    """
+    import pandas as pd
+
+    from course_dist.labkit import lab01
+    from course_dist.labkit.lab01.model import ModelConfig
+
+    ns = reference(("frame_solution",))
+    repeats = repeats or (1 if quick else 3)
+    modes = [("fast", ModelConfig(128, 512, 4, 10), [1, 2], 40)]  # the notebook's pick(fast=...) sizes
+    if not quick:
+        modes.append(("full", ModelConfig(256, 1024, 4, 10), [1, 2, 4], 60))  # pick(full=...)
+    out: dict[str, Any] = {}
+    lines = [
+        BRIEF_HEADING,
+        "",
+        f'`python -c "from bench.bench_lab01 import brief; brief()"`, '
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. **Measured on this CPU machine with gloo "
+        "over loopback, one thread per rank: a CPU/gloo figure, not a GPU/NCCL one.** The lab model, global "
+        "batch 16 at every world size, one blocking all_reduce per parameter tensor (18), AdamW, a "
+        "synchronous checkpoint by rank 0 every 10 steps; throughput = global samples/s over the steps after "
+        f"2 warm-up steps (rank 0's clock). {repeats} repeats per mode; min / median / max over repeats. The "
+        "box is shared: the load average (1 min) is printed per mode; on a loaded box a rank that never "
+        "blocks (world 1) is preempted more than ranks that sleep in collectives, which favours world 2.",
+        "",
+        "| mode (model) | world | samples/s (min / median / max) | world N / world 1 (min / median / max) | "
+        "steps lost to a SIGKILL at step 6, no checkpoint | load before / after |",
+        "|---|---|---|---|---|---|",
+    ]
+    decomposition = []
+    for mode, cfg, worlds, steps in modes:
+        load0 = os.getloadavg()[0]
+        rates: dict[int, list[float]] = {w: [] for w in worlds}
+        tables, lost = [], []
+        for _ in range(repeats):
+            runs = lab01.reproduce_brief(worlds, global_batch=16, steps=steps, ckpt_every=10, cfg=cfg)
+            table = lab01.brief_table(runs, ns["split_wait"], global_batch=16)
+            tables.append(table)
+            for w, v in lab01.throughput(table).items():
+                rates[w].append(v)
+            lost.append(lab01.kill_without_checkpoint(6, global_batch=16, cfg=cfg)["steps lost"])
+        load1 = os.getloadavg()[0]
+        out[mode] = {"rates": rates, "steps_lost": lost, "load": (load0, load1)}
+        for w in worlds:
+            ratio = [a / b for a, b in zip(rates[w], rates[1], strict=True)]
+            lines.append(
+                f"| {mode} ({cfg.d_model}x{cfg.d_hidden} x{cfg.layers}) | {w} | {_spread(rates[w])} | "
+                f"{_spread(ratio, '{:.2f}')} | {_spread([float(v) for v in lost], '{:.0f}')} | "
+                f"{load0:.1f} / {load1:.1f} |"
+            )
+        med = pd.concat(tables).groupby(["world", "rank"]).median(numeric_only=True).reset_index()
+        decomposition.append((mode, med))
+    for mode, med in decomposition:
+        cols = [c for c in med.columns if c.endswith("(ms/step)")] + ["step (ms)"]
+        lines += [
+            "",
+            f"Per rank, {mode} mode, median over repeats (ms per step; transfer and wait split from the "
+            "trace):",
+            "",
+            "| world | rank | " + " | ".join(cols) + " |",
+            "|---|---|" + "---|" * len(cols),
+        ]
+        lines += [
+            f"| {int(r['world'])} | {int(r['rank'])} | " + " | ".join(f"{r[c]:.1f}" for c in cols) + " |"
+            for _, r in med.iterrows()
+        ]
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Lab 01 benchmark\n"
+    head = text.split(BRIEF_HEADING)[0].rstrip("\n")
+    RESULTS.write_text(head + "\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    log.info("wrote the brief section of %s", RESULTS)
+    return out
 
 
 if __name__ == "__main__":

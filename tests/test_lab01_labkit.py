@@ -208,6 +208,7 @@ def test_lab_candidates_use_the_given_cost_models():
         step,
         n_params=10,
         act_bytes=1.0,
+        act_replicated_bytes=0.25,
         act_boundary_bytes=1.0,
         compute_s=1.0,
         alpha=0.1,
@@ -219,6 +220,81 @@ def test_lab_candidates_use_the_given_cost_models():
     assert t.iloc[0]["strategy"] == "none" and t.iloc[0]["step_s"] == 1.0
     assert set(t["strategy"]) == {"none", "dp", "zero", "tp", "pp"}
     assert any(kw.get("zero") == 3 for kw in calls)
+
+
+def _memory(
+    n: int,
+    *,
+    world: int = 1,
+    zero: int = 0,
+    tp: int = 1,
+    pp: int = 1,
+    act_bytes: float = 0.0,
+    act_replicated_bytes: float = 0.0,
+    micro_batches: int = 1,
+    layers: int | None = None,
+    param_bytes: float = 4,
+    grad_bytes: float = 4,
+    optim_bytes: float = 8,
+) -> dict[str, float]:
+    """Exercise 2's rule (what a correct memory_per_rank returns), 1F1B."""
+    dp = world // (tp * pp)
+    local = n / (tp * pp)
+    states = local * (
+        param_bytes / (dp if zero >= 3 else 1)
+        + grad_bytes / (dp if zero >= 2 else 1)
+        + optim_bytes / (dp if zero >= 1 else 1)
+    )
+    acts = (act_bytes / tp + act_replicated_bytes) / pp * (1 if pp == 1 else min(micro_batches, pp))
+    return {"total": states + acts, "activations": acts}
+
+
+def test_lab_candidates_tp_keeps_the_replicated_activations_whole():
+    """Issue 23 item 4: a TP rank holds every block input whole; only the rest of the activations shrink by t.
+    The old table divided all of them by t (TP memory 1/t of the activations)."""
+    cfg = lab01.ModelConfig(8, 32, 2, 3)
+    batch, n = 4, 10
+    whole = 4 * batch * (cfg.layers * (cfg.d_model + cfg.d_hidden) + cfg.d_model + cfg.classes)
+    replicated = (
+        4 * batch * (cfg.layers * cfg.d_model + cfg.d_model + cfg.classes)
+    )  # block inputs, head, loss
+    t = lab01.lab_candidates(
+        _memory,
+        lambda c, g, w, a, b: c,
+        n_params=n,
+        act_bytes=float(whole),
+        act_replicated_bytes=float(replicated),
+        act_boundary_bytes=1.0,
+        compute_s=1.0,
+        alpha=0.0,
+        beta=0.0,
+        layers=cfg.layers,
+        worlds=[2, 4],
+        micro_batches=2,
+    )
+    for tp in (2, 4):
+        (row,) = t[(t["strategy"] == "tp") & (t["tp"] == tp)].to_dict("records")
+        want = 16 * n / tp + (whole - replicated) / tp + replicated
+        assert math.isclose(row["mem_bytes"], want), f"tp {tp}: mem_bytes {row['mem_bytes']}, want {want}"
+        assert row["mem_bytes"] - 16 * n / tp >= replicated, (
+            f"tp {tp}: {row['mem_bytes'] - 16 * n / tp} B of activations per rank, below the {replicated} B "
+            "every TP rank holds whole"
+        )
+    with pytest.raises(ValueError, match="got 2.0"):
+        lab01.lab_candidates(
+            _memory,
+            lambda c, g, w, a, b: c,
+            n_params=n,
+            act_bytes=1.0,
+            act_replicated_bytes=2.0,
+            act_boundary_bytes=1.0,
+            compute_s=1.0,
+            alpha=0.0,
+            beta=0.0,
+            layers=2,
+            worlds=[2],
+            micro_batches=2,
+        )
 
 
 # ---- judge rules ---------------------------------------------------------------------------------
@@ -242,3 +318,49 @@ def test_decision_consistent():
     with pytest.raises(AssertionError, match="rules pick"):
         judge.decision_consistent({**value, "chosen": ["dp", 16]})
     assert math.isfinite(float(table["step_s"].min()))
+
+
+# ---- the brief, reproduced (exercise 1) -----------------------------------------------------------
+def _split_wait(calls: pd.DataFrame) -> pd.DataFrame:
+    last = calls.groupby(["group", "seq"])["t_start"].transform("max")
+    return calls.assign(wait_s=last - calls["t_start"], transfer_s=calls["t_end"] - last)
+
+
+def test_synthetic_calls_have_a_known_split():
+    rng = random.Random(4)
+    for _ in range(20):
+        calls = lab01.synthetic_calls(rng)
+        out = _split_wait(calls)
+        assert (out["wait_s"] >= 0).all() and (out["transfer_s"] > 0).all(), out
+        per = out.groupby(["group", "seq"])["wait_s"].min()
+        assert (per == 0).all(), f"the last rank to arrive waits 0 in every collective: {per.tolist()}"
+        assert 2 <= out["rank"].nunique() <= 4, f"2-4 ranks, got {out['rank'].nunique()}"
+
+
+def test_brief_table_decomposes_each_rank_step_from_a_real_trace():
+    cfg = lab01.ModelConfig(16, 32, 2, 3)
+    runs = lab01.reproduce_brief([1, 2], global_batch=4, steps=6, ckpt_every=3, cfg=cfg)
+    table = lab01.brief_table(runs, _split_wait, global_batch=4)
+    assert sorted(zip(table["world"], table["rank"], strict=True)) == [(1, 0), (2, 0), (2, 1)], table
+    kinds = [f"{k} (ms/step)" for k in ("compute", "transfer", "wait", "checkpoint", "other")]
+    parts = table[kinds].sum(axis=1)
+    assert (parts <= table["step (ms)"] * 1.0001).all(), f"kinds add up to more than the step:\n{table}"
+    w1 = table[table["world"] == 1].iloc[0]
+    assert w1["transfer (ms/step)"] == 0 and w1["wait (ms/step)"] == 0, f"world 1 has no collectives: {w1}"
+    assert (table[table["world"] == 2]["transfer (ms/step)"] > 0).all(), f"world 2 all-reduces:\n{table}"
+    ckpt = table.set_index(["world", "rank"])["checkpoint (ms/step)"]
+    assert ckpt[(2, 0)] > 0 and ckpt[(2, 1)] == 0, f"only rank 0 writes the checkpoint: {ckpt.to_dict()}"
+    # 18 parameter tensors per step in the lab model; here 2 blocks x 2 Linear x 2 + head 2 = 10 per step
+    trace = runs[2]["trace"]
+    n = int((trace[(trace["rank"] == 0)]["op"] == "all_reduce").sum())
+    assert n == 6 * 10, f"one all_reduce per parameter tensor per step: 6 steps x 10 tensors, got {n}"
+    rates = lab01.throughput(table)
+    assert set(rates) == {1, 2} and all(v > 0 for v in rates.values()), rates
+
+
+def test_kill_without_checkpoint_loses_every_step_done():
+    cfg = lab01.ModelConfig(16, 32, 2, 3)
+    out = lab01.kill_without_checkpoint(3, global_batch=4, cfg=cfg)
+    assert out["reported rank"] == 1 and "SIGKILL" in out["outcome"], out
+    assert out["resume from step"] == 0, f"no checkpoint was written, so a restart begins at 0: {out}"
+    assert out["steps completed"] == 3 and out["steps lost"] == 3, f"killed at step 3: {out}"

@@ -16,15 +16,30 @@
 # **The brief.** *"Our eight-GPU job is slower than one GPU and loses progress when a machine fails. Every
 # proposal must state its latency, cost, capacity and fallback limits."*
 #
+# In one line: *an eight-GPU job is slower than one GPU and loses progress on failure.*
+#
+# **Where this lab sits.** The course first reproduces the brief, then removes its causes one lab at a time,
+# and the homework resolves it end to end. Lab 01 reproduces it on real process groups (exercise 1: a naive
+# data-parallel job slower at world 2 than at world 1, its time split per rank into compute, transfer and
+# waiting, and a SIGKILL that loses every step since the start) and builds the cost models that decide *what*
+# to parallelize. Lab 02 builds the data-parallel step that overlaps its communication, lab 03 shards the
+# memory, lab 04 makes failures cost one checkpoint interval, lab 05 finds hangs and stragglers, and the
+# homework's fault-tolerant trainer runs the same workload faster at world 2 than at world 1.
+#
 # **Thesis.** Parallelize the resource that actually exceeds its budget, and stop when the added
-# communication costs more than the split saves. This lab turns the brief into checkable contracts and a
-# measured baseline, then builds the two cost models every later decision uses (memory per rank, time per
-# collective) and the two model-parallel primitives (tensor-parallel layers, pipeline schedules), each checked
-# against torch's own implementation on real process groups, and ends with a decision and its solution card.
+# communication costs more than the split saves. This lab reproduces the brief with measured numbers, then
+# builds the two cost models every later decision uses (memory per rank, time per collective) and the two
+# model-parallel primitives (tensor-parallel layers, pipeline schedules), each checked against torch's own
+# implementation on real process groups, and ends with a decision and its solution card.
+#
+# **Measured or simulated.** Every number in a table or plot is either *measured* here (on this machine's
+# CPU cores over gloo on loopback) or *simulated*: a cost model calibrated by those measurements and
+# extrapolated to more ranks. Simulated figures say so, with their calibration, wherever they appear; a CPU/gloo
+# figure is not a GPU/NCCL fact.
 #
 # | | exercise | points | time |
 # |---|---|---|---|
-# | 1 | Frame and baseline | 10 | ~15 min |
+# | 1 | Frame and baseline: the brief reproduced | 10 | ~15 min |
 # | 2 | Memory per rank | 18 | ~20 min |
 # | 3 | Communication cost | 16 + 4 written | ~20 min |
 # | 4 | Tensor parallel | 20 | ~25 min |
@@ -44,7 +59,6 @@
 import math
 import random
 from dataclasses import asdict
-from datetime import datetime
 
 import pandas as pd
 import torch
@@ -62,80 +76,56 @@ print("fast mode:", course_dist.fast_mode(), "| lab model:", cfg, "|",
       f"{lab01.n_params(lab01.build_model(cfg)):,} parameters")
 
 # %% [markdown]
-# ## Exercise 1 — Frame and baseline (10 points, ~15 min)
+# ## Exercise 1 — Frame and baseline: the brief reproduced (10 points, ~15 min)
 #
-# A performance problem is only solvable against a contract: *which* data (so two runs are comparable),
-# *which* metric (time and cost to a target loss, at a stated price), and a *measured* baseline. Write the
-# contract check `validate_brief` and the baseline metrics `baseline_metrics`.
+# A performance problem is only solvable against a contract — *which* data, *which* metric (time and cost
+# per sample, at a stated price) — and a *measured* baseline. The brief is the contract; first reproduce it.
 #
-# `validate_brief(brief)` returns None for a valid brief and otherwise raises `ValueError` whose message
-# contains the dotted name of the offending field (e.g. `data.owner`) and the value received. The rules, all
-# of them checked:
-# 1. sections `data` and `metric` are dicts holding every field of `BRIEF_FIELDS`; a field that is missing,
-#    `None` or a blank string is refused (`"data.owner"` in the message);
-# 2. `data.event_time`, `data.available_from`, `data.available_until` parse with `datetime.fromisoformat`
-#    (else refuse that field);
-# 3. the availability window is not empty: `available_from < available_until` (else refuse, naming
-#    `data.available_until`);
-# 4. the dataset version is a snapshot: its last event happened before it became available,
-#    `event_time <= available_from` (else refuse, naming `data.event_time`);
-# 5. `metric.target_loss > 0`, `metric.price_per_device_hour >= 0` (numbers, not bools);
-#    `metric.devices >= 1`, `metric.batch >= 1` (ints, not bools).
+# **The naive job** (`lab01.naive_dp_rank`, what a first attempt at "use more GPUs" looks like): the lab
+# model and the **same global batch** (16 samples) at world 1 and world 2 (and 4 in full mode), so each rank
+# gets a small batch (16 / world); forward and backward; then one blocking `all_reduce` per parameter tensor
+# (no buckets, no overlap with backward); the optimizer; and every 10 steps a synchronous checkpoint written
+# by rank 0 while the other ranks run on into the next collective. `lab01.reproduce_brief` runs it with
+# `course_dist.launch(..., trace=True)` (gloo here, NCCL on a GPU node: the same code), timing compute and
+# checkpoint spans with `course_dist.StepTimer` and recording every collective's `t_start` / `t_end` per rank.
 #
-# `baseline_metrics(step_s, batch, steps_to_target, price_per_device_hour, devices)` returns a dict:
-# `samples_per_s = devices * batch / step_s` (batch is per device), `time_to_target_s = steps_to_target *
-# step_s`, `cost_to_target = time_to_target_s / 3600 * devices * price_per_device_hour` and
-# `cost_per_million_samples = 1e6 / samples_per_s / 3600 * devices * price_per_device_hour`. If the target
-# was not reached (`steps_to_target is None`), both `time_to_target_s` and `cost_to_target` are `math.inf`.
+# A blocking collective's time on one rank is two things: **waiting** for the last rank to arrive (that rank's
+# compute or checkpoint, seen by everyone else) and **transfer** once all have arrived. Write:
+#
+# - `split_wait(calls)`: `calls` has one row per rank per collective with columns `rank`, `group`, `seq`
+#   (one collective is one `(group, seq)` pair: sequence numbers restart in every group), `t_start` and
+#   `t_end` (seconds). Return `calls` with two new columns, rows and index unchanged: `wait_s` = the latest
+#   `t_start` among the rows of the same collective minus this row's `t_start` (0 for the last to arrive);
+#   `transfer_s` = this row's `t_end` minus that latest `t_start`. (`wait_s + transfer_s = t_end - t_start`.)
+# - `baseline_metrics(step_s, batch, steps_to_target, price_per_device_hour, devices)` returns a dict:
+#   `samples_per_s = devices * batch / step_s` (batch is per device), `time_to_target_s = steps_to_target *
+#   step_s`, `cost_to_target = time_to_target_s / 3600 * devices * price_per_device_hour` and
+#   `cost_per_million_samples = 1e6 / samples_per_s / 3600 * devices * price_per_device_hour`. If the target
+#   was not reached (`steps_to_target is None`), both `time_to_target_s` and `cost_to_target` are `math.inf`.
+#
+# The test checks `split_wait` on traces with known answers (several groups, three ranks, rows in any order)
+# and on the real trace (`wait_s >= 0`, the two add up), `baseline_metrics` on known numbers, and that the
+# measured world-2 throughput is below world 1's (printing both).
 #
 # Stuck? `hint("lab01.frame")`
 
 # %%
-BRIEF_FIELDS = {
-    "data": ("dataset_version", "owner", "event_time", "available_from", "available_until"),
-    "metric": ("target_loss", "price_per_device_hour", "devices", "batch"),
-}
 brief = {
     "data": {"dataset_version": "teacher-v1 (seed 1, 1234)", "owner": "course staff",
              "event_time": "2026-11-30T00:00:00+00:00", "available_from": "2026-12-01T00:00:00+00:00",
              "available_until": "2027-06-30T00:00:00+00:00"},
     "metric": {"target_loss": pick(full=1.0, fast=2.0), "price_per_device_hour": 2.50, "devices": 1, "batch": 64},
 }
+BRIEF_BATCH = 16  # the naive job's global batch: 8 samples per rank at world 2
 
 
 # %% nbgrader={"grade": false, "grade_id": "frame_solution", "locked": false, "schema_version": 3, "solution": true}
-def validate_brief(brief: dict) -> None:
-    """Raise ValueError naming the field (``section.field``) and the value received if ``brief`` breaks a
-    rule above; return None otherwise."""
+def split_wait(calls: pd.DataFrame) -> pd.DataFrame:
+    """``calls`` with ``wait_s`` (until the last rank entered the same collective) and ``transfer_s`` (from
+    then until this rank left it)."""
     ### BEGIN SOLUTION
-    for section, fields in BRIEF_FIELDS.items():
-        part = brief.get(section) if isinstance(brief, dict) else None
-        if not isinstance(part, dict):
-            raise ValueError(f"brief section {section!r} must be a dict, got {part!r}")
-        for f in fields:
-            v = part.get(f)
-            if v is None or (isinstance(v, str) and not v.strip()):
-                raise ValueError(f"{section}.{f} is missing or empty: got {v!r}")
-    data, metric = brief["data"], brief["metric"]
-    when = {}
-    for f in ("event_time", "available_from", "available_until"):
-        try:
-            when[f] = datetime.fromisoformat(str(data[f]))
-        except ValueError:
-            raise ValueError(f"data.{f} is not an ISO-8601 time: got {data[f]!r}") from None
-    if not when["available_from"] < when["available_until"]:
-        raise ValueError(f"data.available_until {data['available_until']!r} must be after "
-                         f"data.available_from {data['available_from']!r}")
-    if when["event_time"] > when["available_from"]:
-        raise ValueError(f"data.event_time {data['event_time']!r} is after data.available_from "
-                         f"{data['available_from']!r}: a snapshot cannot hold events from its future")
-    for f, is_int, low, strict in (("target_loss", False, 0, True), ("price_per_device_hour", False, 0, False),
-                                   ("devices", True, 1, False), ("batch", True, 1, False)):
-        v = metric[f]
-        kinds = (int,) if is_int else (int, float)
-        if isinstance(v, bool) or not isinstance(v, kinds) or (v <= low if strict else v < low):
-            raise ValueError(f"metric.{f} must be {'an int' if is_int else 'a number'} "
-                             f"{'>' if strict else '>='} {low}, got {v!r}")
+    last = calls.groupby(["group", "seq"])["t_start"].transform("max")  # when the last rank arrived
+    return calls.assign(wait_s=last - calls["t_start"], transfer_s=calls["t_end"] - last)
     ### END SOLUTION
 
 
@@ -152,38 +142,60 @@ def baseline_metrics(step_s: float, batch: int, steps_to_target: int | None, pri
     ### END SOLUTION
 
 
+# %% [markdown]
+# **The brief, measured.** The naive job at each world size (measured here: this machine's CPU cores, gloo on
+# loopback, one thread per rank), milliseconds per step per rank, and what your `baseline_metrics` makes of
+# each world's measured step: samples per second and dollars per million samples at the brief's price.
+
+# %%
+brief_runs = lab01.reproduce_brief(pick(full=[1, 2, 4], fast=[1, 2]), global_batch=BRIEF_BATCH,
+                                   steps=pick(full=60, fast=40), ckpt_every=10)
+brief_table = lab01.brief_table(brief_runs, split_wait, global_batch=BRIEF_BATCH)
+display(brief_table)
+brief_tp = lab01.throughput(brief_table)
+display(pd.DataFrame([{"world": w, **baseline_metrics(BRIEF_BATCH / rate, BRIEF_BATCH // w, None,
+                                                       brief["metric"]["price_per_device_hour"], devices=w)}
+                      for w, rate in brief_tp.items()]).drop(columns=["time_to_target_s", "cost_to_target"]))
+_ax = lab01.plot_brief(brief_table)
+brief_kill = lab01.kill_without_checkpoint(kill_step=6, global_batch=BRIEF_BATCH)
+display(pd.DataFrame([brief_kill]))
+print(f"world 1: {brief_tp[1]:.0f} samples/s, world 2: {brief_tp[2]:.0f} samples/s "
+      f"({brief_tp[2] / brief_tp[1]:.2f}x); SIGKILL at step {brief_kill['at step']} without a checkpoint: "
+      f"{brief_kill['steps lost']} steps lost")
+
+# %% [markdown]
+# **Why world 2 is slower.** At world 1 a step is compute on 16 samples plus, every 10 steps, the checkpoint.
+# At world 2 each rank computes on 8 samples, but its compute does not halve: at so small a batch the AdamW
+# step over *all* parameters (the same on every rank) and per-operation overheads dominate (compare the
+# compute columns). Then each rank pays one all-reduce *per parameter tensor* (the lab model has 18: 18
+# latencies of 2(N−1) ring messages each, plus the whole gradient's bytes, which do not shrink with N); the
+# checkpoint is as large as before and now the other ranks wait for rank 0 to write it; and every collective
+# waits for the slower rank. What is added exceeds what is saved. On NCCL (not measured here: this is the
+# argument, not a GPU figure) the same should hold for the same reasons at a GPU's scale: a per-rank batch of
+# 8 leaves a GPU launch-bound, so halving it saves almost nothing, while each of the 18 all-reduces still
+# costs a kernel launch and a network latency and the checkpoint does not shrink. (On a heavily loaded shared machine the comparison is noisier: a rank that never blocks, world 1,
+# is preempted more than ranks that sleep in collectives.) Losing progress: without a checkpoint a restart
+# begins again at step 0, so every step done is lost (the table above), and with more ranks there are more
+# processes whose death stops the job. The rest of the course removes these causes one by one.
+
 # %% nbgrader={"grade": true, "grade_id": "frame_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
-import copy
-
-
-def broken(section, field, value):
-    b = copy.deepcopy(brief)
-    if value is KeyError:
-        del b[section][field]
-    else:
-        b[section][field] = value
-    return b
-
-
-def refusal(b, field):
-    """True if validate_brief(b) raises ValueError naming ``field``; AssertionError with both otherwise."""
-    try:
-        validate_brief(b)
-    except ValueError as exc:
-        assert field in str(exc), f"ValueError for a bad {field} must name it: got {exc}"
-        return True
-    raise AssertionError(f"a brief with a bad {field} ({b}) was accepted")
-
-
-validate_brief(brief)  # the valid brief passes
-visible_breaks = [("data", "owner", KeyError), ("data", "dataset_version", "  "), ("data", "event_time", None),
-                  ("data", "available_from", "yesterday"),
-                  ("data", "available_until", "2026-11-01T00:00:00+00:00"),  # window ends before it starts
-                  ("data", "event_time", "2026-12-05T00:00:00+00:00"),  # events after availability
-                  ("metric", "target_loss", 0.0), ("metric", "price_per_device_hour", -1.0),
-                  ("metric", "devices", 0), ("metric", "batch", True)]
-for sec, f, v in visible_breaks:
-    refusal(broken(sec, f, v), f"{sec}.{f}")
+# split_wait on known traces: two groups whose seq numbers coincide, three ranks, rows out of order
+calls = pd.DataFrame({"rank": [1, 0, 0, 1, 2, 0, 1, 2], "group": ["0", "0", "0", "0", "0", "1", "1", "1"],
+                      "seq": [0, 0, 1, 1, 1, 0, 0, 0],
+                      "t_start": [1.3, 1.0, 2.0, 2.1, 2.05, 3.0, 3.2, 3.1],
+                      "t_end": [1.5, 1.5, 2.4, 2.4, 2.4, 3.5, 3.5, 3.5]}, index=[7, 3, 5, 1, 0, 2, 4, 6])
+want_split = {"wait_s": [0.0, 0.3, 0.1, 0.0, 0.05, 0.2, 0.0, 0.1], "transfer_s": [0.2, 0.2, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]}
+got = split_wait(calls)
+assert list(got.index) == list(calls.index), f"rows and index must be kept: got {list(got.index)}"
+for k, v in want_split.items():
+    assert all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(got[k], v, strict=True)), \
+        f"split_wait on the known trace: {k} = {got[k].round(6).tolist()}, want {v}"
+# ... and on the naive job's real trace at world 2
+real = brief_runs[2]["trace"]
+live = split_wait(real[real["op"] == "all_reduce"][["rank", "group", "seq", "t_start", "t_end"]])
+assert (live["wait_s"] >= -1e-9).all(), f"negative waits on the real trace: {live['wait_s'].min()}"
+assert ((live["wait_s"] + live["transfer_s"]) - (live["t_end"] - live["t_start"])).abs().max() < 1e-9, \
+    "wait_s + transfer_s must equal t_end - t_start on every call of the real trace"
 m = baseline_metrics(step_s=0.02, batch=64, steps_to_target=100, price_per_device_hour=3.6, devices=2)
 want = {"samples_per_s": 6400.0, "time_to_target_s": 2.0, "cost_to_target": 0.004,
         "cost_per_million_samples": 0.3125}
@@ -193,43 +205,32 @@ for k, v in want.items():
 m = baseline_metrics(0.5, 8, None, 1.0)
 assert m["time_to_target_s"] == math.inf and m["cost_to_target"] == math.inf, \
     f"target never reached: want time_to_target_s = cost_to_target = inf, got {m}"
+# the brief, reproduced: the same global batch is slower on two ranks than on one
+print(f"measured throughput: world 1 {brief_tp[1]:.1f} samples/s, world 2 {brief_tp[2]:.1f} samples/s")
+assert brief_tp[2] < brief_tp[1], \
+    f"the naive job should be slower at world 2: world 1 {brief_tp[1]:.1f}, world 2 {brief_tp[2]:.1f} samples/s"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("frame_tests")
 rng = random.Random(grading_seed())
-
-
-def verdict(b, *fields):
-    """'accepted', or whether the ValueError names one of ``fields`` (any other exception propagates)."""
-    try:
-        validate_brief(b)
-        return "accepted"
-    except ValueError as exc:
-        return "names the field" if any(f in str(exc) for f in fields) else f"ValueError without {fields}"
-
-
-ev.equal("valid brief", verdict(brief))
-for sec, f, v in visible_breaks:
-    ev.equal(f"visible {sec}.{f}={v!r}", verdict(broken(sec, f, v), f"{sec}.{f}"))
-bad_values = {"data": [KeyError, None, "", " \t"], "metric": [KeyError, None, -2, True, "3"]}
-for _ in range(20):
-    sec = rng.choice(["data", "metric"])
-    f = rng.choice(BRIEF_FIELDS[sec])
-    v = rng.choice(bad_values[sec])
-    ev.equal(f"random {sec}.{f}={v!r}", verdict(broken(sec, f, v), f"{sec}.{f}"))
-for _ in range(8):  # windows and snapshots drawn now (either named field counts when both rules break)
-    a, b_, e = (f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T00:00:00+00:00" for _ in range(3))
-    case = copy.deepcopy(brief)
-    case["data"].update(available_from=a, available_until=b_, event_time=e)
-    ev.equal(f"window from={a} until={b_} event={e}", verdict(case, "data.available_until", "data.event_time"))
-ev.equal("metric.devices float refused", verdict(broken("metric", "devices", 2.0), "metric.devices"))
+ev.close("visible trace", {k: got[k].tolist() for k in want_split}, atol=1e-9)
+for i in range(12):  # traces drawn now: 2-4 ranks, 1-3 groups, rows shuffled
+    table = lab01.synthetic_calls(rng)
+    out = split_wait(table)
+    ev.close(f"random trace {i}", {"index": [float(v) for v in out.index],
+                                   **{k: out[k].tolist() for k in want_split}}, atol=1e-9)
+ev.rule("real trace: smallest wait", float(live["wait_s"].min()), rule="common.ge", bound=-1e-9)
+ev.rule("real trace: max |wait + transfer - duration|", float(
+    ((live["wait_s"] + live["transfer_s"]) - (live["t_end"] - live["t_start"])).abs().max()),
+    rule="common.less_than", bound=1e-9)
 ev.close("visible metrics", baseline_metrics(0.02, 64, 100, 3.6, 2), rtol=1e-9)
 for i in range(10):
     args = (rng.uniform(0.001, 1.0), rng.randint(1, 512), rng.randint(1, 10_000), rng.uniform(0, 40),
             rng.randint(1, 64))
     ev.close(f"metrics {i}", baseline_metrics(*args), rtol=1e-9)
 ev.equal("target not reached", baseline_metrics(0.5, 8, None, 1.0, 3)["cost_to_target"])
+ev.rule("world 2 / world 1 throughput (measured)", brief_tp[2] / brief_tp[1], rule="common.le", bound=1.0)
 del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
@@ -257,9 +258,9 @@ _ax.axhline(brief["metric"]["target_loss"], ls="--", color="gray")
 # - **model states**: each parameter costs `param_bytes + grad_bytes + optim_bytes` (mixed-precision Adam:
 #   2 + 2 + 12 — the ZeRO paper's K = 12). Model parallelism (`tp * pp`) divides all three. ZeRO-1 divides the
 #   optimizer state by `dp`, ZeRO-2 also the gradients, ZeRO-3 also the parameters.
-# - **activations**: `act_bytes` is what one micro-batch saves through the whole unsplit model;
-#   `act_replicated_bytes` the part tensor parallelism does *not* split (tensors replicated at the f/g
-#   boundaries). A rank holds `(act_bytes / tp + act_replicated_bytes) / pp` per micro-batch in flight; in
+# - **activations**: `act_bytes` is what one micro-batch saves through the whole unsplit model in tensors
+#   that tensor parallelism splits; `act_replicated_bytes` what it saves in tensors every TP rank holds whole
+#   (replicated at the f/g boundaries: a block's input, for one). A rank holds `(act_bytes / tp + act_replicated_bytes) / pp` per micro-batch in flight; in
 #   flight: 1 without a pipeline (`pp == 1`, micro-batches run one after another), `micro_batches` under
 #   GPipe (all forwards before any backward), `min(micro_batches, pp)` under 1F1B.
 # - refuse impossible configurations with `ValueError` naming the numbers: `world` not divisible by
@@ -540,23 +541,25 @@ display(fit_table)
 _ax = lab01.plot_alpha_beta(meas)
 
 # %% [markdown]
-# **Are eight workers slower than one?** A simulated cluster calibrated by the all-reduce fit: the
-# lab model's fp32 gradients, the baseline's measured compute per sample, the brief's global batch split over
-# `N` ranks (strong scaling), no overlap.
+# **Are eight workers slower than one? (simulated)** Not measured: `ddp_step_time` evaluated for 1–8 ranks,
+# calibrated on this machine — the baseline's measured compute per sample (one CPU thread) and the world-2
+# gloo all-reduce fit over loopback. The lab model's fp32 gradients, the brief's global batch split over `N`
+# ranks (strong scaling), no overlap. Exercise 1 measured world 1 and 2; everything beyond is extrapolated.
 
 # %%
 a_ar, b_ar = fits["all_reduce"]
 sample_s = baseline["step_s"] / baseline["batch"]
 grad_bytes = 4 * n_lab
 global_batch = brief["metric"]["batch"]
+SIM = "simulated: CPU gloo world-2 fit"  # the label every extrapolated figure carries
 scaling = pd.DataFrame([{"world": n, "step_s": ddp_step_time(sample_s * global_batch / n, grad_bytes, n, a_ar,
                                                               b_ar)} for n in range(1, 9)])
 scaling["samples_per_s"] = global_batch / scaling["step_s"]
 scaling["speed-up vs 1"] = scaling["samples_per_s"] / scaling["samples_per_s"].iloc[0]
-display(scaling)
+display(scaling.rename(columns=lambda c: c if c == "world" else f"{c} ({SIM})"))
 _ax = lab01.plot_scaling_prediction(scaling)
 b_even = dp_break_even_batch(sample_s, grad_bytes, 8, a_ar, b_ar)
-print(f"8 ranks faster than 1 at the brief's global batch {global_batch}? "
+print(f"simulated ({SIM}): 8 ranks faster than 1 at the brief's global batch {global_batch}? "
       f"{bool(scaling['samples_per_s'].iloc[7] > scaling['samples_per_s'].iloc[0])}; "
       f"data parallelism at world 8 pays from {b_even:.0f} samples per rank (compute per byte "
       f"{sample_s * b_even / grad_bytes * 1e9:.3g} ns/B)")
@@ -580,7 +583,8 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 # **Written (4 points).** From the fit table and the scaling prediction: quote α and the bus bandwidth of
 # all_reduce, reduce_scatter and broadcast on this machine and say which differs from what NCCL's ratios would
 # predict and why; quote the held-out prediction error; explain in one or two sentences where the predicted
-# throughput peaks and why it falls beyond that world size, and what per-rank batch (or compute per byte) would make data parallelism pay at world 8.
+# throughput peaks (it is simulated: say so, and from which measurements) and why it falls beyond that
+# world size, and what per-rank batch (or compute per byte) would make data parallelism pay at world 8.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "comm_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
 # === BEGIN MARK SCHEME ===
@@ -589,7 +593,8 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 # NCCL where RS is half an AR) or broadcast differs from the ring model; quotes held-out error (target <= 20 %).
 # Explains: the all-reduce of the full gradient (bytes independent of N, ~2x S on the bus) plus 2(N-1) alphas
 # grows while compute per rank shrinks (strong scaling), so comm > compute saved; quotes the break-even per-rank
-# batch (hundreds to thousands of samples here) or the compute/byte ratio; mentions overlap would help.
+# batch (hundreds to thousands of samples here) or the compute/byte ratio; mentions overlap would help;
+# labels the scaling figures as simulated (calibrated by the world-2 gloo fit on this CPU box).
 # === END MARK SCHEME ===
 
 # %% [markdown]
@@ -747,17 +752,20 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Each block costs two all-reduces of a `batch x d_model` activation per step, whatever the hidden width: a
-# transformer layer (MLP + attention) four. That is why tensor parallelism lives *inside* a node, on the
-# fastest link: the table prices one block's all-reduces with the fit and compares them with the compute the
-# split saves.
+# Each MLP block costs one all-reduce of a `batch x d_model` activation per direction (g forward, f
+# backward: two per step), whatever the hidden width; a transformer layer (attention + MLP) two per direction,
+# four per step, all on the critical path. That is why tensor parallelism lives *inside* a node, on the
+# fastest link. The table (simulated, with the world-2 gloo fit of this CPU machine) prices one block's
+# forward + backward all-reduces and compares them with the compute the split saves (measured baseline / t).
 
 # %%
 act_boundary = 4 * brief["metric"]["batch"] * cfg.d_model  # one all-reduced activation, fp32
 block_compute = baseline["step_s"] / cfg.layers
-display(pd.DataFrame([{"tp": t, "compute saved per block (s)": block_compute * (1 - 1 / t),
-                       "2 all-reduces per block (s)": 2 * ddp_step_time(0.0, act_boundary, t, a_ar, b_ar)}
-                      for t in (2, 4, 8)]))
+display(pd.DataFrame([{"tp": t, f"compute saved per block (s, {SIM})": block_compute * (1 - 1 / t),
+                       f"1 all-reduce fwd + 1 bwd per block (s, {SIM})":
+                           2 * ddp_step_time(0.0, act_boundary, t, a_ar, b_ar)} for t in (2, 4, 8)]))
+# what a TP rank keeps whole: every block's input, the head's input and the loss's log-softmax (not split)
+act_replicated = 4 * brief["metric"]["batch"] * (cfg.layers * cfg.d_model + cfg.d_model + cfg.classes)
 
 # %% [markdown]
 # ## Exercise 5 — Decide, and the solution card (22 points, ~10 min)
@@ -793,7 +801,9 @@ def decide(candidates: pd.DataFrame, *, mem_budget: float, global_batch: int, mi
 
 # %% [markdown]
 # **The lab model's decision.** Candidates for 1–8 ranks built from *your* cost models (`memory_per_rank`,
-# `ddp_step_time`) and *your* measurements (the baseline's compute, the all-reduce fit), with a budget of
+# `ddp_step_time`) and *your* measurements (the baseline's compute, the all-reduce fit): every `step_s` but
+# the one-rank row is *simulated*, calibrated on this machine's CPU with gloo over loopback at world 2. TP
+# candidates keep the replicated activations whole on every rank. A budget of
 # 8 GiB per rank, 8 devices per node and at most 8 ranks. Then the fallback drill: stage 1 of a two-stage
 # pipeline is SIGKILLed mid-run; how long until `launch` names it?
 
@@ -801,10 +811,11 @@ def decide(candidates: pd.DataFrame, *, mem_budget: float, global_batch: int, mi
 decision_kw = {"mem_budget": 8 * 2**30, "global_batch": global_batch, "micro_batch": 8, "gpus_per_node": 8,
                "max_ranks": 8}
 cands = lab01.lab_candidates(memory_per_rank, ddp_step_time, n_params=n_lab, act_bytes=float(act_lab),
-                             act_boundary_bytes=float(act_boundary), compute_s=baseline["step_s"], alpha=a_ar,
-                             beta=b_ar, layers=cfg.layers, worlds=[2, 4, 8], micro_batches=4)
+                             act_replicated_bytes=float(act_replicated), act_boundary_bytes=float(act_boundary),
+                             compute_s=baseline["step_s"], alpha=a_ar, beta=b_ar, layers=cfg.layers,
+                             worlds=[2, 4, 8], micro_batches=4)
 chosen = decide(cands, **decision_kw)
-display(cands.sort_values("step_s").head(8))
+display(cands.sort_values("step_s").head(8).rename(columns={"step_s": f"step_s ({SIM}; measured at 1 rank)"}))
 print("chosen:", chosen)
 drill = lab01.kill_drill()
 display(pd.DataFrame([drill]))
@@ -829,7 +840,7 @@ capacity = lab01.max_params(memory_per_rank, 8 * 2**30, act_bytes=float(act_lab)
 card = SolutionCard(
     lab="lab01",
     latency=Limit(float(chosen["step_s"]), "s/step", f"{chosen['strategy']} on {int(chosen['ranks'])} rank(s), "
-                  f"global batch {global_batch}, fitted gloo all-reduce"),
+                  f"global batch {global_batch}; {'measured' if chosen['ranks'] == 1 else SIM}"),
     cost=Limit(chosen_cost["cost_per_million_samples"], "$ per 1M samples",
                f"{int(chosen['ranks'])} device(s) at ${brief['metric']['price_per_device_hour']}/h"),
     capacity=Limit(float(capacity), "parameters", "fp32 AdamW + one batch of activations in 8 GiB per rank"),
@@ -837,8 +848,10 @@ card = SolutionCard(
                    f"RankError names rank {drill['reported rank']}; the job stops, progress since the last "
                    "checkpoint is lost (lab 04 adds checkpoints and restart)"),
     justification=(
-        f"The decision picked {chosen['strategy']} on {int(chosen['ranks'])} rank(s) at {chosen['step_s']:.4f} s "
-        f"per step against {baseline['step_s']:.4f} s on one rank. The lab model ({n_lab:,} parameters) fits one "
+        f"Measured (CPU, gloo): the naive job ran {brief_tp[2]:.0f} samples/s at world 2 vs {brief_tp[1]:.0f} at 1, "
+        f"a SIGKILL cost {brief_kill['steps lost']} steps. The decision ({SIM}) picked {chosen['strategy']} on "
+        f"{int(chosen['ranks'])} rank(s) at {chosen['step_s']:.4f} s per step against {baseline['step_s']:.4f} s "
+        f"measured on one rank. The lab model ({n_lab:,} parameters) fits one "
         "rank many times over, so memory is not the resource that exceeds its budget; time is, and each split "
         f"pays the fitted all-reduce (alpha {a_ar * 1e6:.0f} us per message) against the compute it saves. "
         f"Beyond {capacity:.3g} parameters per rank shard the states (ZeRO) first; above the break-even batch "
@@ -900,7 +913,9 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 
 # %% [markdown]
 # **Written (10 points).** Justify the card. Which resource, if any, exceeds its budget for the lab model, and
-# which strategy did the numbers choose (quote step times of at least three candidates)? At what model size
+# which strategy did the numbers choose (quote step times of at least three candidates, saying which are
+# simulated and what they are calibrated on)? Quote the brief's measured numbers from exercise 1 (samples/s at
+# world 1 and 2, steps lost). At what model size
 # (from the capacity number and the memory table) or per-rank batch (from the break-even) would the choice
 # change, and to what? Why is tensor parallelism kept inside a node? What happens to this job, and to an
 # eight-GPU job, when one rank dies (the drill), and what does the brief's "loses progress" need beyond
@@ -908,12 +923,14 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 10, "schema_version": 3, "solution": true}
 # === BEGIN MARK SCHEME ===
-# Full marks: memory is not binding for the lab model (MBs vs 8 GiB); time is dominated by communication on
-# this box: quotes step times of "none" vs DP/TP/PP candidates; the decision is "none"/one rank (or the
+# Full marks: quotes exercise 1's measured brief (world-2 samples/s below world 1's, steps lost = all steps
+# done without a checkpoint); memory is not binding for the lab model (MBs vs 8 GiB); time is dominated by
+# communication on this box: quotes step times of "none" (measured) vs DP/TP/PP candidates, labelled as
+# simulated (cost models calibrated by the world-2 gloo fit on this CPU machine); the decision is "none"/one rank (or the
 # measured winner) with the reason (all-reduce > compute saved); names when it changes: a model beyond the
 # capacity (-> ZeRO-1/2/3 before TP/PP; ZeRO-3 costs 1.5x comm), a per-rank batch above break-even (-> DP);
-# TP needs 2 all-reduces per block per direction on the critical path, only viable on NVLink-class links
-# inside a node; a dead rank stops the whole synchronous job within ~the drill's seconds (RankError), an
+# TP needs 1 all-reduce per MLP block per direction (2 per transformer layer: attention + MLP) on the
+# critical path, only viable on NVLink-class links inside a node; TP ranks keep the replicated activations; a dead rank stops the whole synchronous job within ~the drill's seconds (RankError), an
 # 8-GPU job fails 8x as often; needs checkpoints + elastic restart (lab 04/homework).
 # === END MARK SCHEME ===
 

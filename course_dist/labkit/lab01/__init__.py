@@ -3,6 +3,7 @@ takes the student's function or class.
 
 One concept per file, re-exported here so that notebooks say ``lab01.<name>``:
 - ``model``: the lab model (an MLP of column -> row blocks), its data, live-tensor and saved-tensor ledgers;
+- ``brief``: the brief reproduced (a naive data-parallel job slower at world 2 than 1; the SIGKILL drill);
 - ``frame``: the measured one-worker baseline;
 - ``comm``: collective timings (real, through ``course_dist.launch``, and synthetic with a known answer);
 - ``tp``: the student's tensor-parallel block against the dense block and torch's Colwise/RowwiseParallel;
@@ -11,6 +12,15 @@ One concept per file, re-exported here so that notebooks say ``lab01.<name>``:
 - ``plots``: the lab's pictures.
 """
 
+from course_dist.labkit.lab01.brief import (
+    brief_table,
+    kill_without_checkpoint,
+    naive_dp_rank,
+    plot_brief,
+    reproduce_brief,
+    synthetic_calls,
+    throughput,
+)
 from course_dist.labkit.lab01.comm import (
     COLLECTIVES,
     measure_collectives,
@@ -50,12 +60,14 @@ __all__ = [
     "Block",
     "LabMLP",
     "ModelConfig",
+    "brief_table",
     "build_model",
     "check_actions",
     "compare_rank",
     "compare_schedules",
     "count_in_window",
     "kill_drill",
+    "kill_without_checkpoint",
     "lab_candidates",
     "live_state_bytes",
     "make_data",
@@ -66,17 +78,22 @@ __all__ = [
     "measure_state",
     "model_config",
     "n_params",
+    "naive_dp_rank",
+    "plot_brief",
     "plot_alpha_beta",
     "plot_scaling_prediction",
     "random_scenario",
     "refuses",
     "relative_error",
+    "reproduce_brief",
     "ring_constants",
     "run_schedule",
     "saved_activation_bytes",
     "scenario",
     "single_process",
     "synthetic",
+    "synthetic_calls",
+    "throughput",
     "time_tp_rank",
     "torch_schedule",
     "torch_tp_rank",

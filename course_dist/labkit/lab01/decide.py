@@ -130,6 +130,7 @@ def lab_candidates(
     *,
     n_params: int,
     act_bytes: float,
+    act_replicated_bytes: float,
     act_boundary_bytes: float,
     compute_s: float,
     alpha: float,
@@ -141,14 +142,24 @@ def lab_candidates(
     grad_bytes: int = 4,
     optim_bytes: int = 8,
 ) -> pd.DataFrame:
-    """Candidates for the lab model from the student's cost models.
+    """Candidates for the lab model from the student's cost models. ``act_bytes``: everything one batch saves
+    through the unsplit model; ``act_replicated_bytes``: the part of it tensor parallelism does not split (the
+    tensors every TP rank holds whole: block inputs, the head's input, the loss's log-softmax).
 
     DP / ZeRO-k over n ranks: ``step_fn(compute_s / n, grad bytes, n, alpha, beta)`` (ZeRO-3 moves 1.5x the
     gradient bytes: parameters are gathered again). TP over t: compute / t plus 2 all-reduces per block
     (g forward, f backward) of the boundary activation (``step_fn(0, ...)`` is one all-reduce). PP over p
     stages, m micro-batches: compute / p stretched by the bubble (m + p - 1) / m, plus (m + p - 2)
-    activation sends of alpha + S * beta each way.
+    activation sends of alpha + S * beta each way. TP memory: ``memory_fn`` divides its ``act_bytes`` by t
+    and adds ``act_replicated_bytes`` whole, so it gets the split part and the replicated part apart.
+
+    Every step_s is *simulated*: the cost models evaluated with the caller's calibration (compute and the
+    alpha-beta fit measured on the caller's machine and backend), not a measurement at that world size.
     """
+    if not 0.0 <= act_replicated_bytes <= act_bytes:
+        raise ValueError(
+            f"act_replicated_bytes must lie in [0, act_bytes = {act_bytes}], got {act_replicated_bytes!r}"
+        )
     mem = {"param_bytes": param_bytes, "grad_bytes": grad_bytes, "optim_bytes": optim_bytes}
     g = n_params * grad_bytes
     rows = [_row("none", mem=memory_fn(n_params, act_bytes=act_bytes, **mem)["total"], step=compute_s)]
@@ -174,7 +185,14 @@ def lab_candidates(
                 alpha + mb * beta
             )
             rows.append(_row("pp", pp=n, mem=m, step=s))
-        m = memory_fn(n_params, world=n, tp=n, act_bytes=act_bytes, **mem)["total"]
+        m = memory_fn(  # the block inputs are replicated on every TP rank: only the rest shrinks by t
+            n_params,
+            world=n,
+            tp=n,
+            act_bytes=act_bytes - act_replicated_bytes,
+            act_replicated_bytes=act_replicated_bytes,
+            **mem,
+        )["total"]
         s = compute_s / n + 2 * layers * step_fn(0.0, act_boundary_bytes, n, alpha, beta)
         rows.append(_row("tp", tp=n, mem=m, step=s))
     return pd.DataFrame(rows, columns=COLUMNS)

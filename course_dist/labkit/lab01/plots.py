@@ -26,8 +26,13 @@ def plot_alpha_beta(meas: pd.DataFrame, pred_col: str = "predicted_s", ax: Any =
     return ax
 
 
-def plot_scaling_prediction(df: pd.DataFrame, ax: Any = None) -> Any:
-    """Predicted samples/s against world size (columns world, samples_per_s, and optionally a label)."""
+def plot_scaling_prediction(
+    df: pd.DataFrame,
+    ax: Any = None,
+    title: str = "SIMULATED DDP scaling: cost model calibrated by a world-2 gloo fit on this CPU machine",
+) -> Any:
+    """Simulated samples/s against world size (columns world, samples_per_s, and optionally a label). Not a
+    measurement: the title says what calibrated it."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -35,8 +40,8 @@ def plot_scaling_prediction(df: pd.DataFrame, ax: Any = None) -> Any:
     for label, g in df.groupby("label") if "label" in df else [("", df)]:
         ax.plot(g["world"], g["samples_per_s"], "o-", label=str(label))
     ax.set_xlabel("ranks")
-    ax.set_ylabel("samples / s (predicted)")
-    ax.set_title("DDP on a ring calibrated by the fit")
+    ax.set_ylabel("samples / s (simulated)")
+    ax.set_title(title, fontsize="small")
     if "label" in df:
         ax.legend(fontsize="small")
     return ax
