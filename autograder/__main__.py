@@ -196,10 +196,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="regrade only this student's rows, whatever their status (repeatable)",
     )
     g.add_argument(
+        "--clear-review",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="a needs_review row: you read its flagged lines (grading.json, 'review') and they are innocent; "
+        "regrades NAME with nothing withheld, the lines kept in its notes (repeatable)",
+    )
+    g.add_argument(
         "--shard", type=_shard, default=None, metavar="K/N", help="grade students i with i%%N == K"
     )
     g.add_argument("--unsafe-no-sandbox", action="store_true", help="run kernels unconfined (trusted input)")
-    g.add_argument("--one-shot", action="store_true", help=argparse.SUPPRESS)  # old path, for the bench
 
     m = sub.add_parser("merge", help="combine shard outputs", description=MERGE_HELP, formatter_class=RAW)
     m.add_argument("shards", nargs="+", type=Path, help="folders written by grade --shard K/N")
@@ -286,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             force=args.force,
             shard=args.shard,
             unsafe_no_sandbox=args.unsafe_no_sandbox,
-            one_shot=args.one_shot,
-            students=args.student,
+            students=sorted(set(args.student or []) | set(args.clear_review)) or None,
+            cleared=tuple(args.clear_review),
         )
         with pd.option_context("display.max_columns", 50, "display.width", 160, "display.max_colwidth", 60):
             sys.stdout.write(df.to_string(index=False) + "\n")

@@ -173,7 +173,7 @@ def _seed(out: Path, seed: int | None, force: bool, shard: tuple[int, int] | Non
     return secrets.randbelow(2**31)
 
 
-def _slot(run: Run, jobs: Queue, done: Queue, slot: int, one_shot: bool) -> None:
+def _slot(run: Run, jobs: Queue, done: Queue, slot: int) -> None:
     from autograder.worker import READY_VAR, WorkerClient
 
     env = dict(os.environ)
@@ -183,10 +183,9 @@ def _slot(run: Run, jobs: Queue, done: Queue, slot: int, one_shot: bool) -> None
         filter(None, [str(run.cfg.root), str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
     )
     env[READY_VAR] = str(run.work / f"worker-{slot}.ready")
-    client = WorkerClient(env, run.work, run.work / f"worker-{slot}.log", one_shot=one_shot)
+    client = WorkerClient(env, run.work, run.work / f"worker-{slot}.log")
     try:
-        if not one_shot:
-            log.debug("grading slot %d: worker started in %.1f s", slot, client.start())
+        log.debug("grading slot %d: worker started in %.1f s", slot, client.start())
         while True:
             try:
                 sub = jobs.get_nowait()
@@ -236,7 +235,6 @@ def grade(
     force: bool = False,
     shard: tuple[int, int] | None = None,
     unsafe_no_sandbox: bool = False,
-    one_shot: bool = False,
     trusted: tuple[str, ...] = (),
     students: list[str] | None = None,
     cleared: tuple[str, ...] = (),
@@ -351,7 +349,7 @@ def grade(
         jobs.put(s)
     finished: Queue = Queue()
     threads = [
-        threading.Thread(target=_slot, args=(run, jobs, finished, i, one_shot), daemon=True)
+        threading.Thread(target=_slot, args=(run, jobs, finished, i), daemon=True)
         for i in range(max(1, min(cfg.workers, len(todo))))
     ]
     for t in threads:

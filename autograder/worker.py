@@ -9,7 +9,6 @@ whole run on one bad notebook (measured), so one Autograde call still grades exa
 Protocol (internal; :class:`WorkerClient` is the other end)::
 
     python -m autograder.worker --serve      # stdin: one spec.json path per line; writes each spec["result"]
-    python -m autograder.worker spec.json    # one submission, then exit (the old path; kept for the bench)
 
 The parent never trusts the worker to survive: it polls for the result file (written atomically), notices a
 dead worker by its exit status, and kills the worker's tree on the per-submission cap.
@@ -204,10 +203,13 @@ def serve(stream=sys.stdin) -> int:  # noqa: ANN001 - a text stream
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--serve"]:
-        return serve()
-    _one(argv[0])
-    return 0
+    if argv != ["--serve"]:
+        print(
+            "usage: python -m autograder.worker --serve  (spec paths on stdin; internal to grade)",
+            file=sys.stderr,
+        )
+        return 2
+    return serve()
 
 
 # ---- parent side -------------------------------------------------------------------------------------------
@@ -225,8 +227,8 @@ def describe_exit(returncode: int, seconds: float) -> str:
 class WorkerClient:
     """One grading slot: a long-lived worker process (restarted after a death or a timeout)."""
 
-    def __init__(self, env: dict[str, str], cwd: Path, log_path: Path, *, one_shot: bool = False) -> None:
-        self.env, self.cwd, self.log_path, self.one_shot = env, cwd, log_path, one_shot
+    def __init__(self, env: dict[str, str], cwd: Path, log_path: Path) -> None:
+        self.env, self.cwd, self.log_path = env, cwd, log_path
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 120.0) -> float:
@@ -235,22 +237,21 @@ class WorkerClient:
         seconds; a worker that dies or is not ready in ``timeout`` is left to :meth:`grade`'s restart path."""
         t0 = time.monotonic()
         ready = self.env.get(READY_VAR)
-        if self.one_shot or not ready:
+        if not ready:
             return 0.0
         Path(ready).unlink(missing_ok=True)
-        self.proc = self._start(None)
+        self.proc = self._start()
         while not Path(ready).exists() and self.proc.poll() is None and time.monotonic() - t0 < timeout:
             time.sleep(0.05)
         return time.monotonic() - t0
 
-    def _start(self, spec_path: Path | None) -> subprocess.Popen:
-        args = [spec_path.as_posix()] if self.one_shot and spec_path else ["--serve"]
+    def _start(self) -> subprocess.Popen:
         logf = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
         proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.worker", *args],
+            [sys.executable, "-m", "autograder.worker", "--serve"],
             cwd=self.cwd,
             env=self.env,
-            stdin=subprocess.DEVNULL if self.one_shot else subprocess.PIPE,
+            stdin=subprocess.PIPE,
             stdout=logf,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: the parent's Ctrl-C does not hit the kernels
@@ -263,22 +264,19 @@ class WorkerClient:
         from autograder.procs import kill_tree
 
         t0 = time.monotonic()
-        if self.one_shot or self.proc is None or self.proc.poll() is not None:
-            self.proc = self._start(spec_path)
-        if not self.one_shot:
-            try:
-                self.proc.stdin.write(f"{spec_path.as_posix()}\n".encode())
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self.proc = self._start(spec_path)
-                self.proc.stdin.write(f"{spec_path.as_posix()}\n".encode())
-                self.proc.stdin.flush()
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        try:
+            self.proc.stdin.write(f"{spec_path.as_posix()}\n".encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):  # the worker died between two submissions: a fresh one
+            self.proc = self._start()
+            self.proc.stdin.write(f"{spec_path.as_posix()}\n".encode())
+            self.proc.stdin.flush()
         status, reason = "ok", ""
         while not result_path.exists():
             rc = self.proc.poll()
             if rc is not None and not result_path.exists():
-                if self.one_shot and rc == 0:
-                    break
                 status = "error"
                 reason = f"grading worker {describe_exit(rc, time.monotonic() - t0)}"
                 break
@@ -289,8 +287,6 @@ class WorkerClient:
                 self.proc.wait()
                 break
             time.sleep(0.05)
-        if self.one_shot and self.proc.poll() is None:
-            self.proc.wait(timeout=30)
         leftovers = kill_tree(None, token)  # the kernel's ranks, daemons: anything carrying this token
         return status, reason, leftovers
 

@@ -1,26 +1,27 @@
-"""Autograde time per submission, before (one fresh grading process per submission) and after (long-lived
-workers), side by side in one run, and the wall time projected for a class.
+"""Autograde time per submission, and class throughput with 1 and 2 grading slots on this machine.
 
-    python -m bench grading            # every lab: reference, untouched release, 3 mutants; both designs
-    python -m bench grading --quick    # one mutant per lab
-    BENCH_GRADING_LABS=lab02,lab04 python -m bench grading
+    python -m bench grading                          # every lab: reference, untouched release, 3 mutants
+    python -m bench grading --quick                  # one mutant per lab
+    BENCH_GRADING_LABS=lab02 python -m bench grading
+    BENCH_GRADING_BASE=<commit> python -m bench grading --quick   # the same samples graded by <commit> too
 
-Per lab, the same sample submissions are graded twice with one grading slot (so submissions never
-compete for the 2 cores and each time is one submission's): ``before`` starts
-``python -m autograder.worker spec.json`` per submission (nbgrader imported and its apps built each
-time: the old design); ``after`` sends every submission to one long-lived ``--serve`` worker. Reported
-per submission: wall seconds from the grader's side, and the *overhead share*: everything that is not
-the kernel executing the student's cells (nbclient's per-cell timing) - process start, nbgrader's
-imports and preprocessors, kernel start, gradebook, feedback.
+Per lab, the same sample submissions are graded with one slot (each time is one submission's, nothing else
+competing for the cores) and then with two slots (the class throughput a 2-core box gets). With
+``BENCH_GRADING_BASE``, a git worktree of that commit grades the same samples with one slot, in the same run,
+timed the same way: the before/after of a grader change. Reported per submission: wall seconds from the
+grader's side, and the *overhead share* (everything that is not the kernel executing the student's cells).
 Writes bench/results/grading.md.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +29,29 @@ from pathlib import Path
 from bench import machine, write
 
 log = logging.getLogger("bench.grading")
-CLASS = 200  # students in the projected class
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("reference", "blank", "mutant")
+
+# Runs in the checkout given as argv[1] (its own autograder on sys.path first): grade SUBS with one slot and
+# print {student: {seconds, exec_s, score}} as JSON.
+GRADE = r"""
+import json, sys
+from pathlib import Path
+from autograder.config import CourseConfig
+from autograder.grade import grade
+root, subs, build, lab = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+seed, slots = int(sys.argv[5]), int(sys.argv[6])
+cfg = CourseConfig(root=Path(root)).with_(build=build, labs=build / "labs", fast=True, workers=slots)
+from autograder.release import release
+release(cfg, [lab])
+df = grade(cfg, subs, labs=[lab], out=build / "bench.csv", force=True, progress=False, seed=seed)
+res = {}
+for _, row in df.iterrows():
+    g = json.loads((cfg.nbgrader_root / "feedback" / row["student"] / lab / "grading.json").read_text())
+    res[row["student"]] = {"seconds": float(g["seconds"]), "exec_s": float(g["timings"].get("exec_s", 0.0)),
+                           "score": float(row["score"])}
+print("RESULT " + json.dumps(res))
+"""
 
 
 def _samples(cfg, lab: str, root: Path, n_mutants: int) -> dict[str, str]:  # noqa: ANN001
@@ -40,157 +63,108 @@ def _samples(cfg, lab: str, root: Path, n_mutants: int) -> dict[str, str]:  # no
     return {s: e["kind"] for s, e in exp.items() if e["kind"] != "broken"}
 
 
-def _grade(cfg, subs: Path, lab: str, one_shot: bool, seed: int) -> dict[str, dict]:  # noqa: ANN001
-    """student -> {seconds, exec_s, status} for one design, graded serially (one slot)."""
-    import json
-
-    from autograder.grade import grade
-
-    out = cfg.build / f"bench-{'before' if one_shot else 'after'}.csv"
-    df = grade(
-        cfg.with_(workers=1),
-        subs,
-        labs=[lab],
-        out=out,
-        force=True,
-        progress=False,
-        seed=seed,
-        one_shot=one_shot,
-    )
-    ready = cfg.build / "grading" / "all" / "worker-0.ready"  # the slot's one-time start (serve mode only)
-    res: dict = {"<start>": float(ready.read_text()) if ready.exists() and not one_shot else float("nan")}
-    ready.unlink(missing_ok=True)
-    for _, row in df.iterrows():
-        full = json.loads(
-            (cfg.nbgrader_root / "feedback" / row["student"] / lab / "grading.json").read_text()
-        )
-        res[row["student"]] = {
-            "seconds": float(full["seconds"]),
-            "exec_s": float(full["timings"].get("exec_s", 0.0)),
-            "status": row["status"],
-            "score": float(row["score"]),
-            "timings": full["timings"],
-        }
-    return res
-
-
-def _med(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else float("nan")
-
-
-def bench_lab(cfg, lab: str, n_mutants: int, seed: int) -> dict:  # noqa: ANN001
-    with tempfile.TemporaryDirectory(prefix=f"bench-grading-{lab}-") as tmp:
-        kinds = _samples(cfg, lab, Path(tmp), n_mutants)
+def _grade(checkout: Path, subs: Path, lab: str, seed: int, slots: int) -> tuple[dict, float]:
+    """({student: result}, wall seconds of the whole run) graded by ``checkout``'s grader (a fresh build)."""
+    with tempfile.TemporaryDirectory(prefix="bench-grading-build-") as build:
+        env = {**os.environ, "PYTHONPATH": str(checkout)}  # before the venv's .pth entry for this checkout
         t0 = time.monotonic()
-        try:  # the reference run (once per lab and seed, cached): outside both designs' per-submission times
-            from autograder.reference import reference_evidence
+        r = subprocess.run(
+            [sys.executable, "-c", GRADE, str(checkout), str(subs), build, lab, str(seed), str(slots)],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        wall = time.monotonic() - t0
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if r.returncode != 0 or line is None:
+        raise RuntimeError(f"grading {lab} with {checkout} failed ({r.returncode}): {r.stderr[-800:]}")
+    return json.loads(line[len("RESULT ") :]), wall
 
-            reference_evidence(cfg, lab, seed, True)
-        except ImportError:
-            pass
-        ref_s = time.monotonic() - t0
-        before = _grade(cfg, Path(tmp), lab, True, seed)
-        after = _grade(cfg, Path(tmp), lab, False, seed)
-    before.pop("<start>")
-    row: dict = {"lab": lab, "reference run": ref_s, "worker start": after.pop("<start>")}
-    for design, res in (("before", before), ("after", after)):
-        for kind in ("reference", "blank", "mutant"):
-            secs = [r["seconds"] for s, r in res.items() if kinds.get(s) == kind]
-            row[f"{design} {kind}"] = _med(secs)
-        tot = sum(r["seconds"] for r in res.values())
-        exe = sum(r["exec_s"] for r in res.values())
-        row[f"{design} overhead"] = 1 - exe / tot if tot else float("nan")
-        row[f"{design} mean"] = tot / max(1, len(res))
-    row["detail"] = [
-        (design, s, r["seconds"], r["timings"])
-        for design, res in (("before", before), ("after", after))
-        for s, r in sorted(res.items())
-    ]
-    row["same scores"] = all(before[s]["score"] == after[s]["score"] for s in before if s in after)
+
+def _summary(res: dict, kinds: dict[str, str]) -> dict:
+    row = {
+        k: statistics.median([r["seconds"] for s, r in res.items() if kinds.get(s) == k] or [float("nan")])
+        for k in KINDS
+    }
+    tot = sum(r["seconds"] for r in res.values())
+    row["overhead"] = 1 - sum(r["exec_s"] for r in res.values()) / tot if tot else float("nan")
     return row
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.1f} s"
+def _worktree(commit: str, where: Path) -> Path:
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", "-f", str(where), commit],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    return where
 
 
 def main(quick: bool = False) -> None:
     from autograder.config import CourseConfig
-
-    labs_env = os.environ.get("BENCH_GRADING_LABS", "")
-    base = CourseConfig()
-    labs = [x for x in labs_env.split(",") if x] or base.lab_ids()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-grading-build-"))
-    cfg = base.with_(build=tmp / "build", labs=tmp / "labs", fast=True)
     from autograder.release import release
 
-    t0 = time.monotonic()
+    base_commit = os.environ.get("BENCH_GRADING_BASE", "")
+    cfg0 = CourseConfig()
+    labs = [x for x in os.environ.get("BENCH_GRADING_LABS", "").split(",") if x] or cfg0.lab_ids()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    cfg = cfg0.with_(build=tmp / "build", labs=tmp / "labs", fast=True)
     release(cfg, labs)
-    rows = []
-    for lab in labs:
-        log.info("grading %s: before and after", lab)
-        rows.append(bench_lab(cfg, lab, 1 if quick else 3, seed=1234))
-    shutil.rmtree(tmp, ignore_errors=True)
+    base = _worktree(base_commit, tmp / "base") if base_commit else None
+    t0, rows = time.monotonic(), []
+    try:
+        for lab in labs:
+            subs = tmp / "subs" / lab
+            kinds = _samples(cfg, lab, subs, 1 if quick else 3)
+            runs = [("this commit", ROOT, 1), ("this commit", ROOT, 2)]
+            if base is not None:
+                runs.insert(1, (f"base {base_commit[:10]}", base, 1))
+            for design, checkout, slots in runs:
+                log.info("grading %s: %s, %d slot(s)", lab, design, slots)
+                res, wall = _grade(checkout, subs, lab, 1234, slots)
+                rows.append(
+                    {
+                        "lab": lab,
+                        "design": design,
+                        "slots": slots,
+                        "n": len(res),
+                        "wall": wall,
+                        "scores": {s: r["score"] for s, r in res.items()},
+                        **_summary(res, kinds),
+                    }
+                )
+    finally:
+        if base is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     lines = [
-        "# Autograding: per-submission time before/after long-lived workers, and a class projected",
+        "# Autograding: seconds per submission, and class throughput with 1 and 2 slots",
         "",
-        f"Measured {machine()}; `python -m bench grading{' --quick' if quick else ''}` "
-        f"({time.monotonic() - t0:.0f} s). Fast mode, one grading slot, the same samples graded by both "
-        "designs in one run: **before** = a fresh `python -m autograder.worker spec.json` per submission "
-        "(the old design), **after** = one long-lived worker (`--serve`) grading them all. Times are "
-        "medians per submission (mutants: median over the sampled mutants); overhead = share of the "
-        "submission's wall time that is not the kernel executing cells. Once per run, outside every "
-        "submission's time: the reference run (once per lab) and, after, the slot's worker start (nbgrader's "
-        "imports, paid before the slot takes its first submission).",
+        f"Measured {machine()}; HEAD {head}; `python -m bench grading{' --quick' if quick else ''}`"
+        f"{f' with BENCH_GRADING_BASE={base_commit}' if base_commit else ''} "
+        f"({time.monotonic() - t0:.0f} s). Fast mode, one run. Per submission: the median wall seconds "
+        "from the grader's side (mutants: over the sampled ones); overhead = the share of wall time that is "
+        "not the kernel executing cells. `wall / submission` = the whole grading run (worker start and the "
+        "lab's reference run included) divided by the submissions: what a class costs per student here.",
         "",
-        "| lab | reference before | reference after | untouched before | untouched after | mutant before "
-        "| mutant after | overhead before | overhead after | same scores | reference run (once per lab) "
-        "| worker start (once per slot) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| lab | grader | slots | reference | untouched | mutant | overhead | wall / submission | scores |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        same = all(r["scores"] == o["scores"] for o in rows if o["lab"] == r["lab"])
         lines.append(
-            f"| {r['lab']} | {_fmt(r['before reference'])} | {_fmt(r['after reference'])} | "
-            f"{_fmt(r['before blank'])} | {_fmt(r['after blank'])} | {_fmt(r['before mutant'])} | "
-            f"{_fmt(r['after mutant'])} | {r['before overhead']:.0%} | {r['after overhead']:.0%} | "
-            f"{'yes' if r['same scores'] else 'NO'} | {_fmt(r['reference run'])} | "
-            f"{_fmt(r['worker start'])} |"
+            f"| {r['lab']} | {r['design']} | {r['slots']} | {r['reference']:.1f} s | {r['blank']:.1f} s | "
+            f"{r['mutant']:.1f} s | {r['overhead']:.0%} | {r['wall'] / max(1, r['n']):.1f} s | "
+            f"{'same' if same else 'DIFFER'} |"
         )
-    lines += [
-        "",
-        "Per submission (seconds): wall from the grader's side; inside the worker: nbgrader autograde "
-        "(of which "
-        "the kernel executing cells) and feedback.",
-        "",
-        "| lab | design | sample | wall | autograde | executing cells | feedback |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        for design, student, wall, t in r["detail"]:
-            lines.append(
-                f"| {r['lab']} | {design} | {student} | {wall:.1f} | {t.get('autograde_s', 0):.1f} | "
-                f"{t.get('exec_s', 0):.1f} | {t.get('feedback_s', 0):.1f} |"
-            )
-    per_student = sum(r["after reference"] for r in rows)  # a student who does the work: reference-like
-    lines += [
-        "",
-        f"Projection for {CLASS} students x {len(rows)} labs (after; a student who does the work is graded "
-        f"like the reference: {per_student:.0f} s of one slot per student for these labs):",
-        "",
-        "| machines | slots | wall time |",
-        "|---|---|---|",
-    ]
-    # 2 slots per 2-core box: a distributed cell mostly waits (process start, rendezvous), so two submissions
-    # share 2 cores well; more slots than cores/1 only queue on the CPU.
-    for nodes, cores in ((1, 2), (4, 16), (16, 16)):
-        slots = max(1, cores // 1) if cores == 2 else cores // 2
-        wall = -(-CLASS // nodes) * per_student / slots
-        lines.append(f"| {nodes} x {cores} cores | {slots} per machine | {wall / 3600:.1f} h |")
-    lines += [
-        "",
-        "Slots per machine: 2 on a 2-core box; cores/2 on a cluster node (a fast-mode lab runs world "
-        "size <= 3, about 2 busy cores per submission). Wall time = ceil(students / machines) x "
-        "per-student seconds / slots; it assumes slots do not slow each other down (measure with "
-        "`grade --workers` on the target machine).",
-    ]
     write("grading", "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    main(quick="--quick" in sys.argv)

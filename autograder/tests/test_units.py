@@ -253,13 +253,15 @@ def test_course_check_jobs_split_file_mutants_and_run_longest_first() -> None:
     """make course's exercise-level checks: one walk per lab (most cell mutants first), then one job per file
     mutant (a fresh kernel each), latest item first; without file mutants one job per lab."""
     from autograder.course import _check_jobs
+    from autograder.mutants import find_checked
 
     cfg = CourseConfig()
     labs = cfg.lab_ids()
     jobs = _check_jobs(cfg, labs, file_mutants=True)
-    file_names = {m.name for lab in labs for m in find_mutants(cfg, lab) if m.is_file_mutant}
+    # valid variants (autograder/valid/) are checked beside the mutants, in the same jobs
+    file_names = {m.name for lab in labs for m in find_checked(cfg, lab) if m.is_file_mutant}
     walks = [lab for lab, names in jobs if names is None or not set(names) & file_names]
-    counts = [sum(not m.is_file_mutant for m in find_mutants(cfg, lab)) for lab in walks]
+    counts = [sum(not m.is_file_mutant for m in find_checked(cfg, lab)) for lab in walks]
     assert counts == sorted(counts, reverse=True), (walks, counts)
     singles = jobs[len(walks) :]
     assert all(len(names) == 1 and names[0] in file_names for _, names in singles), singles
