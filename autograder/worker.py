@@ -16,7 +16,6 @@ dead worker by its exit status, and kills the worker's tree on the per-submissio
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -37,16 +36,13 @@ READY_VAR = "COURSE_WORKER_READY"  # a path the --serve worker creates once its 
 
 # ---- worker side -------------------------------------------------------------------------------------------
 def _config_kwargs(spec: dict) -> dict:
-    """The grading-contract arguments this checkout's nbgrader_config accepts (sandbox, evidence, seed)."""
-    from autograder.nbgrader_ext import nbgrader_config
+    """The grading-contract arguments of ``nbgrader_config`` from a spec (sandbox, evidence, seed)."""
+    from autograder.sandbox import SandboxSpec
 
-    params = inspect.signature(nbgrader_config).parameters
-    want = {k: spec.get(k) for k in ("evidence_dir", "reference_evidence", "seed", "show_hidden_source")}
+    want = {k: spec.get(k) for k in ("evidence_dir", "reference_evidence", "seed")}
     if spec.get("sandbox"):
-        from autograder.sandbox import SandboxSpec
-
         want["sandbox"] = SandboxSpec(**spec["sandbox"])
-    return {k: v for k, v in want.items() if k in params and v is not None}
+    return {k: v for k, v in want.items() if v is not None}
 
 
 _REFERENCE: dict[tuple, str] = {}  # (lab, seed, fast, build) -> cached evidence dir, for this worker's run
