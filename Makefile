@@ -4,7 +4,7 @@
 #   make lab      - what a student sees: their working copy work/ and JupyterLab (the student distribution,
 #                   `python -m autograder student-repo DIR`, has the same target)
 #   make release  - regenerate labs/ from solutions/ (nbgrader generate_assignment)
-#   make bench    - benchmarks; figures go to BENCHMARKS.md
+#   make bench    - benchmarks; figures go to BENCHMARKS.md (make bench-check: which pages are stale)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -12,7 +12,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.course-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv sandbox course test lab release bench lint freeze clean
+.PHONY: venv sandbox course test lab release bench bench-check lint freeze clean
 
 venv: $(STAMP)
 
@@ -62,6 +62,11 @@ lab: venv
 
 bench: venv
 	$(VPY) -m bench
+
+# Every bench/results page names its commit and the paths it measures; a page older than the last change to
+# those paths (or unstamped) is stale: this lists them and fails.
+bench-check: venv
+	$(VPY) -m bench.check
 
 lint: venv
 	$(VENV)/bin/ruff check .
