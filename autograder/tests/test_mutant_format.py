@@ -56,7 +56,8 @@ def test_every_mutant_parses_applies_and_changes_the_reference(lab: str) -> None
 def test_line_budget() -> None:
     files = sorted(CFG.mutants.glob("*/*.py"))
     lines = sum(p.read_text(encoding="utf-8").count("\n") for p in files)
-    assert files and lines <= LINE_BUDGET, f"{len(files)} mutants take {lines} lines; budget {LINE_BUDGET}"
+    assert files, f"no mutants under {CFG.mutants}"
+    assert lines <= LINE_BUDGET, f"{len(files)} mutants take {lines} lines; budget {LINE_BUDGET}"
 
 
 @pytest.mark.parametrize(
