@@ -121,7 +121,71 @@ def read_mutant(path: Path) -> tuple[dict[str, str], list[Edit]]:
     return header, _read_blocks(path, lines, n)
 
 
+HUNK = "@@"
+
+
+def _read_hunks(path: Path, lines: list[str], start: int) -> list[Edit]:
+    """Edits written as diff hunks: each starts with a line ``@@``, then lines prefixed ``' '`` (context: in
+    the find and kept), ``'-'`` (found and removed) or ``'+'`` (added); an empty line is empty context. Blank
+    lines that end a hunk are dropped (context in both halves: they change nothing)."""
+    edits: list[Edit] = []
+    hunk: list[str] | None = None
+
+    def close() -> None:
+        if hunk is None:
+            return
+        while hunk and hunk[-1] == "":
+            hunk.pop()
+        find = tuple(ln[1:] if ln else "" for ln in hunk if not ln.startswith("+"))
+        repl = tuple(ln[1:] if ln else "" for ln in hunk if not ln.startswith("-"))
+        if not find:
+            raise ValueError(
+                f"{path}: hunk {len(edits) + 1} finds nothing (an insertion needs a context line)"
+            )
+        if find == repl:
+            raise ValueError(f"{path}: hunk {len(edits) + 1} changes nothing (no '-' or '+' line)")
+        edits.append(Edit(find, repl))
+
+    for n in range(start, len(lines)):
+        line = lines[n]
+        if line == HUNK:
+            close()
+            hunk = []
+        elif hunk is None:
+            if line.strip():
+                raise ValueError(f"{path}: line {n + 1}: expected {HUNK!r} to start a hunk, got {line!r}")
+        elif line == "" or line[0] in " -+":
+            hunk.append(line)
+        else:
+            raise ValueError(
+                f"{path}: line {n + 1}: a hunk line starts with ' ', '-' or '+' (or is empty), got {line!r}"
+            )
+    close()
+    if not edits:
+        raise ValueError(f"{path}: no hunks after the header (expected {HUNK!r} lines)")
+    return edits
+
+
+def format_hunks(edits: list[Edit]) -> str:
+    """``edits`` written as hunks (:func:`_read_hunks` reads them back to the same edits)."""
+    import difflib
+
+    out: list[str] = []
+    for e in edits:
+        out.append(HUNK)
+        ops = difflib.SequenceMatcher(None, e.find, e.replace, autojunk=False).get_opcodes()
+        for tag, i1, i2, j1, j2 in ops:
+            if tag == "equal":
+                out += [f" {ln}" if ln else "" for ln in e.find[i1:i2]]
+            else:
+                out += [f"-{ln}" for ln in e.find[i1:i2]] + [f"+{ln}" for ln in e.replace[j1:j2]]
+    return "\n".join(out) + "\n"
+
+
 def _read_blocks(path: Path, lines: list[str], start: int) -> list[Edit]:
+    first = next((ln for ln in lines[start:] if ln.strip()), "")
+    if first == HUNK:
+        return _read_hunks(path, lines, start)
     edits: list[Edit] = []
     state, find, repl = "out", [], []
     for n in range(start, len(lines)):
