@@ -24,21 +24,27 @@ def torch_fsdp2(model, names, reshard_after_forward=True):  # noqa: ANN001, ANN2
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))
     for name in names:
         fully_shard(model.get_submodule(name), mesh=mesh, reshard_after_forward=reshard_after_forward)
-    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
+    fully_shard(model, mesh=mesh)  # the root at torch's default (None): not resharded after forward
     return model
 
 
-class TorchZero:
-    """torch's ZeroRedundancyOptimizer behind the exercise's interface (``.optimizer``, ``step()``)."""
+class TorchZero(torch.optim.Optimizer):
+    """torch's ZeroRedundancyOptimizer behind the exercise's interface (``(params, optimizer_cls, **kw)``,
+    ``.optimizer``, a ``step()`` that reduces the gradients itself: here DDP's all-reduce, then torch's)."""
 
-    def __init__(self, params, lr, weight_decay):  # noqa: ANN001
+    def __init__(self, params, optimizer_cls, **kwargs):  # noqa: ANN001
         from course_dist.labkit.lab03.harness import _import_zero_redundancy
 
-        self.zero = _import_zero_redundancy()(list(params), optimizer_class=torch.optim.AdamW, lr=lr,
-                                              weight_decay=weight_decay)
+        params = list(params)
+        super().__init__(params, kwargs)
+        self.zero = _import_zero_redundancy()(params, optimizer_class=optimizer_cls, **kwargs)
         self.optimizer = self.zero.optim
 
-    def step(self) -> None:
+    def step(self, closure=None) -> None:  # noqa: ANN001
+        for p in self.zero._all_params:
+            if p.grad is not None:
+                dist.all_reduce(p.grad)
+                p.grad.div_(dist.get_world_size())
         self.zero.step()
 
 
@@ -120,8 +126,23 @@ def test_traffic_ring_bytes_from_a_trace():
         "all_reduce": 400.0, "all_gather_single": 200.0, "reduce_scatter_single": 200.0}
     assert lab03.bytes_moved(trace, 2, window=(1.5, 3.5)) == 400.0, "RS + AG = one all-reduce's bytes"
     assert lab03.collective_counts(trace, 0, steps=1, window=(0, 1.5)) == {"all_reduce": 1.0}
-    alpha, beta = lab03.fit_alpha_beta([{"bytes": 0, "seconds": 1e-4}, {"bytes": 1e6, "seconds": 1.1e-3}])
-    assert alpha == pytest.approx(1e-4) and beta == pytest.approx(1e-9)
+    # lab01's bus-byte fit: a perfect ring at world 2 (steps 1, bus factor 1/2 for AG and RS, 2 and 1 for AR)
+    from course_dist.labkit import lab01
+
+    sizes = [1e4, 1e5, 1e6]
+    meas = pd.DataFrame([{"collective": c, "bytes": s, "time_s": t}
+                         for c, (a, b) in {"all_gather": (1e-4, 1e-9), "reduce_scatter": (3e-4, 4e-9),
+                                           "all_reduce": (2e-4, 1e-9)}.items()
+                         for s, t in zip(sizes, lab01.synthetic(c, 2, a, b, sizes), strict=True)])
+    fits = lab03.fit_bus(meas, world=2)
+    assert fits["reduce_scatter"] == pytest.approx((3e-4, 4e-9)), fits  # its own fit, not all-gather's
+    assert fits["all_gather"] == pytest.approx((1e-4, 1e-9)), fits
+    # one RS of 100 floats (bus bytes 200) and one AG: 1 x alpha + 200 x beta each
+    want = 3e-4 + 200 * 4e-9 + 1e-4 + 200 * 1e-9
+    got = lab03.predicted_comm_s(trace, 2, 0, 1, (1.5, 3.5), fits)
+    assert got == pytest.approx(want), (got, want)
+    table = lab03.fit_table(fits).set_index("collective")
+    assert table.loc["all_gather", "bus_GB_per_s"] == pytest.approx(1.0), table
 
 
 def test_harnesses_with_torchs_own_implementations(no_surviving_children):
@@ -146,9 +167,12 @@ def test_harnesses_with_torchs_own_implementations(no_surviving_children):
     assert ratio == pytest.approx(2.0, rel=1e-4), "the planted bug doubles the gradients at world 2"
     counts = lab03.collective_counts(res.trace, 0, 3, run["window"])
     units = lab03.unit_count(lab03.make_model(), "block")
-    assert counts == {"all_gather_single": 2.0 * units, "reduce_scatter_single": 1.0 * units}, counts
+    # the root keeps its parameters from forward to backward (torch's default): one all-gather fewer
+    assert counts == {"all_gather_single": 2.0 * units - 1, "reduce_scatter_single": 1.0 * units}, counts
     ddp = lab03.bytes_moved(res.trace, 2, 0, 3, f["ddp"]["window"])
-    assert lab03.bytes_moved(res.trace, 2, 0, 3, run["window"]) / ddp == pytest.approx(1.5, rel=0.02)
+    ratio = lab03.bytes_moved(res.trace, 2, 0, 3, run["window"]) / ddp
+    root = lab03.fsdp2_root_fraction(lab03.make_model(), "block")
+    assert ratio == pytest.approx(1.5 - 0.5 * root, rel=0.02), (ratio, root)
     assert run["peak_bytes"] > run["steady_bytes"] > 0
 
 
@@ -172,3 +196,20 @@ def test_checkpoint_saved_at_world_2_loads_at_world_1(tmp_path, no_surviving_chi
     resumed = launch(lab03.ckpt_resume, world_size=1, args=(torch_fsdp2, load, path, 2), timeout=120)
     assert resumed[0]["error"] is None
     assert lab03.max_abs_diff(resumed[0]["params"], saved[0]["params"]) < 1e-5
+
+
+def _reduce_scatter_under_ledger() -> tuple[int, int]:
+    with lab03.MemoryLedger() as ledger:
+        flat = torch.ones(1000)
+        out = torch.empty(500)
+        dist.reduce_scatter_single(out, flat)
+        out.div_(2)
+        return ledger.peak, ledger.current()
+
+
+def test_ledger_bills_a_collective_nothing_but_its_callers_tensors(no_surviving_children):
+    # gloo's reduce-scatter splits and copies its input on the caller's wait(): those are the backend's
+    # (NCCL has none), not the caller's, so the peak is the caller's two tensors exactly
+    peak, live = launch(_reduce_scatter_under_ledger, world_size=2, timeout=60)[0]
+    assert peak == 4 * 1000 + 4 * 500, f"peak {peak} bytes, want {4 * 1500} (flat + out, no backend copies)"
+    assert live == 4 * 1500, f"live {live}"

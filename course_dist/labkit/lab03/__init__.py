@@ -3,7 +3,9 @@ pieces as arguments.
 
 - ``model``: the lab model (uneven parameter count), data, wrap policies, flat-parameter helpers;
 - ``ledger``: ``MemoryLedger``, live tensor bytes after every op (CPU has no max_memory_allocated);
-- ``traffic``: bytes moved per rank from the course_dist trace, alpha-beta fit of all-gather;
+- ``traffic``: bytes moved per rank from the course_dist trace; lab01's per-collective bus-byte fit;
+- ``zero1``: what makes a sharded optimizer a ``torch.optim.Optimizer`` (flat buckets per dtype, per-parameter
+  pieces, groups, state dict) and the requirements check on a model with tied/frozen/unused/bf16 parameters;
 - ``harness``: rank functions training with ZeRO-1/2/3 (yours), ZeroRedundancyOptimizer and FSDP2;
 - ``checkpoint``: DCP save at one world size, load at another;
 - ``measure``: the trade-off table and plots.
@@ -42,6 +44,7 @@ from course_dist.labkit.lab03.model import (
     flat_slice,
     flatten,
     free_storage,
+    fsdp2_root_fraction,
     global_batch,
     local_batch,
     make_model,
@@ -58,19 +61,33 @@ from course_dist.labkit.lab03.model import (
 from course_dist.labkit.lab03.traffic import (
     bytes_moved,
     collective_counts,
-    fit_alpha_beta,
+    fit_bus,
+    fit_table,
+    measure_fit,
+    predicted_comm_s,
     record_single_collectives,
-    time_all_gather,
     traffic,
+)
+from course_dist.labkit.lab03.zero1 import (
+    FlatBucket,
+    QuirkyModel,
+    ShardedOptimizerBase,
+    dtype_groups,
+    inner_groups,
+    zero1_requirements,
 )
 
 __all__ = [
     "after_all_grads", "alloc_storage", "BATCH", "Block", "bytes_moved", "ckpt_resume", "ckpt_resume_check",
-    "ckpt_train_save", "collective_counts", "fit_alpha_beta", "flat_slice", "flatten", "free_storage",
+    "ckpt_train_save", "collective_counts", "fit_bus", "fit_table", "measure_fit",
+    "predicted_comm_s", "flat_slice", "flatten", "free_storage",
     "fsdp2_check", "global_batch", "LabModel", "local_batch", "LR", "make_model", "max_abs_diff",
     "MemoryLedger", "model_config", "ModelConfig", "numel", "optimizer_state_bytes", "param_dict",
     "plot_tradeoff", "POLICIES", "record_single_collectives", "shard_model", "summary", "tensor_bytes",
-    "time_all_gather", "time_steps", "timing_table", "tradeoff_table", "traffic", "train_ddp", "train_fsdp2",
+    "time_steps", "timing_table", "tradeoff_table", "traffic", "train_ddp", "train_fsdp2",
     "train_single", "train_zero", "train_zero2", "train_zero3", "train_zero_redundancy", "unflatten_into",
     "unit_count", "view_params", "watch", "WD", "wrap_policy", "zero1_check", "zero2_check", "zero3_check",
+    "FlatBucket", "fsdp2_root_fraction", "QuirkyModel", "ShardedOptimizerBase", "dtype_groups",
+    "inner_groups",
+    "zero1_requirements",
 ]

@@ -90,25 +90,29 @@ def _import_zero_redundancy() -> Any:
 
 
 def train_zero(opt_cls: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
-    """ZeRO-1 with the student's ``opt_cls(params, lr=, weight_decay=)``: gradients all-reduced (averaged)
-    on every rank, then ``opt.step()``; the optimizer must keep its torch optimizer in ``.optimizer``."""
+    """ZeRO-1 with the student's ``opt_cls(params, torch.optim.AdamW, lr=, weight_decay=)`` under the memory
+    ledger: ``zero_grad``, backward, ``opt.step()`` (which reduces the gradients itself: no all-reduce here);
+    the wrapped torch optimizer must be ``.optimizer``."""
     record_single_collectives()
-    model = make_model(seed).to(course_dist.device())
-    params = list(model.parameters())
-    opt = opt_cls(params, lr=LR, weight_decay=WD)
-    t0 = time.time()
-    for step in range(steps):
-        for p in params:
-            p.grad = None
-        _loss(model, step, batch, seed).backward()
-        _average_(params)
-        opt.step()
-    window = (t0, time.time())
+    with MemoryLedger() as ledger:
+        model = make_model(seed).to(course_dist.device())
+        params = list(model.parameters())
+        opt = opt_cls(params, torch.optim.AdamW, lr=LR, weight_decay=WD)
+        steady = []
+        t0 = time.time()
+        for step in range(steps):
+            opt.zero_grad()
+            _loss(model, step, batch, seed).backward()
+            opt.step()
+            steady.append(ledger.mark("after step", collect=True))
+        window = (t0, time.time())
+        peak = ledger.peak
     inner = getattr(opt, "optimizer", None)
     if not isinstance(inner, torch.optim.Optimizer):
         raise TypeError(f"{opt_cls.__name__} must keep its torch optimizer in .optimizer, got {type(inner)}")
     return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(inner), "window": window,
-            "numel": sum(p.numel() for p in params)}
+            "numel": sum(p.numel() for p in params), "peak_bytes": peak, "steady_bytes": max(steady),
+            "peak_at": ledger.peak_at}
 
 
 def train_zero2(reduce_fn: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
@@ -116,31 +120,40 @@ def train_zero2(reduce_fn: Callable, steps: int = 3, batch: int = BATCH, seed: i
     ``ceil(numel / world)``). To test it alone (without exercise 1's optimizer) the harness all-gathers the
     chunks back into full gradients and runs torch AdamW: the same bytes as ZeRO-2's parameter all-gather."""
     record_single_collectives()
-    model = make_model(seed).to(course_dist.device())
-    params = list(model.parameters())
-    world = dist.get_world_size()
-    chunk = -(-sum(p.numel() for p in params) // world)
-    opt = torch.optim.AdamW(params, lr=LR, weight_decay=WD)
-    grad_bytes = []
-    t0 = time.time()
-    for step in range(steps):
-        opt.zero_grad(set_to_none=True)
-        _loss(model, step, batch, seed).backward()
-        shard = reduce_fn(params)
-        # what is still held as gradient after the reduction: full grads (should be gone) + the shard
-        grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None] + [shard]))
-        if shard.numel() != chunk:
-            raise ValueError(f"reduce_scatter_grads returned {shard.numel()} elements, want chunk = {chunk}")
-        full = shard.new_empty(chunk * world)
-        dist.all_gather_single(full, shard.contiguous())
-        for p in params:
-            p.grad = torch.empty_like(p)
-        unflatten_into(full, [p.grad for p in params])
-        if step == 0:  # AdamW is nearly blind to a constant factor on the gradient: compare gradients too
-            grads0 = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
-        opt.step()
-    return {"params": param_dict(model), "grad_bytes": max(grad_bytes), "window": (t0, time.time()),
-            "grads0": grads0}
+    with MemoryLedger() as ledger:
+        model = make_model(seed).to(course_dist.device())
+        params = list(model.parameters())
+        world = dist.get_world_size()
+        chunk = -(-sum(p.numel() for p in params) // world)
+        opt = torch.optim.AdamW(params, lr=LR, weight_decay=WD)
+        grad_bytes, after_reduce = [], []
+        t0 = time.time()
+        for step in range(steps):
+            opt.zero_grad(set_to_none=True)
+            _loss(model, step, batch, seed).backward()
+            shard = reduce_fn(params)
+            # what is still held as gradient after the reduction: full grads (should be gone) + the shard
+            grad_bytes.append(tensor_bytes([p.grad for p in params if p.grad is not None] + [shard]))
+            after_reduce.append(ledger.mark("after the reduction", collect=True))
+            if shard.numel() != chunk:
+                raise ValueError(f"reduce_scatter_grads returned {shard.numel()} elements, want {chunk}")
+            with untracked():  # the test's rebuilding of full gradients is not ZeRO-2's memory
+                full = shard.new_empty(chunk * world)
+                dist.all_gather_single(full, shard.contiguous())
+                grads = [torch.empty_like(p) for p in params]
+                unflatten_into(full, grads)
+                if step == 0:  # AdamW is nearly blind to a constant factor on the gradient: compare them too
+                    names = [n for n, _p in model.named_parameters()]
+                    grads0 = {n: g.clone() for n, g in zip(names, grads, strict=True)}
+            del shard
+            for p, g in zip(params, grads, strict=True):
+                p.grad = g
+            del full, grads
+            opt.step()
+        window = (t0, time.time())
+        peak = ledger.peak
+    return {"params": param_dict(model), "grad_bytes": max(grad_bytes), "window": window, "grads0": grads0,
+            "peak_bytes": peak, "after_reduce_bytes": max(after_reduce)}
 
 
 def train_ddp(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
@@ -150,35 +163,46 @@ def train_ddp(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, An
         model = make_model(seed).to(course_dist.device())
         params = list(model.parameters())
         opt = torch.optim.AdamW(params, lr=LR, weight_decay=WD)
+        steady, after_reduce = [], []
         t0 = time.time()
         for step in range(steps):
             opt.zero_grad(set_to_none=True)
             _loss(model, step, batch, seed).backward()
             _average_(params)
             grad_bytes = tensor_bytes([p.grad for p in params])
+            after_reduce.append(ledger.mark("after the reduction", collect=True))
             if step == 0:
                 with untracked():
                     grads0 = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
             opt.step()
+            steady.append(ledger.mark("after step", collect=True))
         window = (t0, time.time())
         peak = ledger.peak
     return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(opt),
-            "grad_bytes": grad_bytes, "window": window, "peak_bytes": peak, "grads0": grads0}
+            "grad_bytes": grad_bytes, "window": window, "peak_bytes": peak, "grads0": grads0,
+            "steady_bytes": max(steady), "after_reduce_bytes": max(after_reduce)}
 
 
 def train_zero_redundancy(steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
-    """torch's ZeRO-1, ``ZeroRedundancyOptimizer(AdamW)`` (partitions whole parameters, not a flat vector)."""
+    """torch's ZeRO-1, ``ZeroRedundancyOptimizer(AdamW)`` (partitions whole parameters, not a flat vector)
+    after DDP's all-reduce, under the same ledger and loop as ``train_zero``."""
     ZeroRedundancyOptimizer = _import_zero_redundancy()  # noqa: N806 - a class
-    model = make_model(seed).to(course_dist.device())
-    params = list(model.parameters())
-    opt = ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
-    for step in range(steps):
-        for p in params:
-            p.grad = None
-        _loss(model, step, batch, seed).backward()
-        _average_(params)
-        opt.step()
-    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(opt.optim)}
+    with MemoryLedger() as ledger:
+        model = make_model(seed).to(course_dist.device())
+        params = list(model.parameters())
+        opt = ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
+        steady = []
+        t0 = time.time()
+        for step in range(steps):
+            opt.zero_grad()
+            _loss(model, step, batch, seed).backward()
+            _average_(params)
+            opt.step()
+            steady.append(ledger.mark("after step", collect=True))
+        window = (t0, time.time())
+        peak = ledger.peak
+    return {"params": param_dict(model), "optimizer_bytes": optimizer_state_bytes(opt.optim),
+            "peak_bytes": peak, "steady_bytes": max(steady), "window": window, "peak_at": ledger.peak_at}
 
 
 def shard_model(model: nn.Module, policy: str | list[str], unit_cls: Callable, attach: Callable) -> list[Any]:

@@ -26,7 +26,12 @@ from course_dist.labkit.lab03.harness import (
 )
 from course_dist.labkit.lab03.ledger import MemoryLedger
 from course_dist.labkit.lab03.model import make_model, wrap_policy
-from course_dist.labkit.lab03.traffic import bytes_moved, collective_counts, record_single_collectives
+from course_dist.labkit.lab03.traffic import (
+    bytes_moved,
+    collective_counts,
+    predicted_comm_s,
+    record_single_collectives,
+)
 
 
 def _build(cfg: dict[str, Any]) -> tuple[Callable[[int], None], int]:
@@ -43,16 +48,19 @@ def _build(cfg: dict[str, Any]) -> tuple[Callable[[int], None], int]:
             _loss(model, i, BATCH, 0).backward()
             _average_(params)
             opt.step()
-    elif impl in ("zero1", "zero_redundancy"):
-        params = list(model.parameters())
-        if impl == "zero1":
-            opt = cfg["opt_cls"](params, lr=LR, weight_decay=WD)
-        else:
-            opt = _import_zero_redundancy()(params, optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
+    elif impl == "zero1":  # the student's ShardedOptimizer reduces the gradients itself
+        opt = cfg["opt_cls"](list(model.parameters()), torch.optim.AdamW, lr=LR, weight_decay=WD)
 
         def step(i: int) -> None:
-            for p in params:
-                p.grad = None
+            opt.zero_grad()
+            _loss(model, i, BATCH, 0).backward()
+            opt.step()
+    elif impl == "zero_redundancy":  # torch's ZeRO-1 after DDP's all-reduce
+        params = list(model.parameters())
+        opt = _import_zero_redundancy()(params, optimizer_class=torch.optim.AdamW, lr=LR, weight_decay=WD)
+
+        def step(i: int) -> None:
+            opt.zero_grad()
             _loss(model, i, BATCH, 0).backward()
             _average_(params)
             opt.step()
@@ -130,19 +138,18 @@ def timing_table(result: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def tradeoff_table(zero3: list[dict[str, Any]], trace: Any, world: int, alpha: float, beta: float,
+def tradeoff_table(zero3: list[dict[str, Any]], trace: Any, world: int, fits: dict[str, tuple[float, float]],
                    steps: int) -> pd.DataFrame:
     """Per wrap policy (from ``zero3_check``'s rank-0 results and its trace): peak bytes, collectives and
-    bytes per step, and the alpha-beta prediction of communication seconds per step."""
+    bytes per step, and the communication seconds per step that lab01's per-collective bus-byte fits
+    (``fit_bus``) predict: each all-gather and reduce-scatter priced with its own fit."""
     rows = []
     for r in zero3:
         counts = collective_counts(trace, 0, steps, r["window"])
-        moved = bytes_moved(trace, world, 0, steps, r["window"])
-        n = sum(counts.values())
-        full = moved * world / max(world - 1, 1)  # ring bytes -> full bytes (what alpha-beta was fit on)
         rows.append({"policy": r["policy"], "units": r["units"], "peak_bytes": r["peak_bytes"],
-                     "steady_bytes": r["steady_bytes"], "collectives_per_step": n, "bytes_per_step": moved,
-                     "predicted_comm_s": n * alpha + full * beta})
+                     "steady_bytes": r["steady_bytes"], "collectives_per_step": sum(counts.values()),
+                     "bytes_per_step": bytes_moved(trace, world, 0, steps, r["window"]),
+                     "predicted_comm_s": predicted_comm_s(trace, world, 0, steps, r["window"], fits)})
     return pd.DataFrame(rows)
 
 

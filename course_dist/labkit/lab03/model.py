@@ -129,12 +129,22 @@ def wrap_policy(model: nn.Module, policy: str | list[str]) -> list[str]:
 
 
 def flatten(tensors: list[torch.Tensor], numel: int | None = None) -> torch.Tensor:
-    """Concatenate ``tensors`` flat, zero-padded at the end to ``numel`` elements (default: no padding)."""
-    flat = torch.cat([t.reshape(-1) for t in tensors]) if tensors else torch.zeros(0)
-    if numel is not None:
-        if numel < flat.numel():
-            raise ValueError(f"cannot pad {flat.numel()} elements down to {numel}")
-        flat = torch.cat([flat, flat.new_zeros(numel - flat.numel())])
+    """Concatenate ``tensors`` flat, zero-padded at the end to ``numel`` elements (default: no padding).
+
+    One allocation, each tensor copied once (a ``cat`` then a padding ``cat`` held two copies at once)."""
+    total = sum(t.numel() for t in tensors)
+    numel = total if numel is None else numel
+    if numel < total:
+        raise ValueError(f"cannot pad {total} elements down to {numel}")
+    if not tensors:
+        return torch.zeros(numel)
+    flat = tensors[0].new_empty(numel)
+    offset = 0
+    with torch.no_grad():
+        for t in tensors:
+            flat[offset:offset + t.numel()].copy_(t.reshape(-1))
+            offset += t.numel()
+        flat[offset:].zero_()
     return flat
 
 
@@ -240,3 +250,13 @@ def unit_count(model: nn.Module, policy: str | list[str]) -> int:
     names = wrap_policy(model, policy)
     inside = {id(p) for n in names for p in model.get_submodule(n).parameters()}
     return len(names) + int(any(id(p) not in inside for p in model.parameters()))
+
+
+def fsdp2_root_fraction(model: nn.Module, policy: str | list[str]) -> float:
+    """The fraction of the parameters the root unit holds under ``policy`` (those no named unit claims).
+    FSDP2's root, at its default ``reshard_after_forward=None``, is not resharded after forward, so it skips
+    its backward all-gather: a step moves ``(1.5 - 0.5 x this) x`` DDP's bytes instead of 1.5x."""
+    names = wrap_policy(model, policy)
+    inside = {id(p) for n in names for p in model.get_submodule(n).parameters()}
+    total = sum(p.numel() for p in model.parameters())
+    return sum(p.numel() for p in model.parameters() if id(p) not in inside) / total

@@ -14,14 +14,11 @@ The list forms (``all_gather``, ``reduce_scatter``) move the same bytes and are 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import pandas as pd
-import torch
 import torch.distributed as dist
 
-import course_dist
 from course_dist import _record
 
 _ITEM = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "uint8": 1,
@@ -107,34 +104,60 @@ def record_single_collectives() -> None:
             setattr(dist, name, wrapped)
 
 
-def time_all_gather(sizes: list[int], reps: int = 5) -> list[dict[str, float]]:
-    """Inside a rank: median seconds of ``all_gather_single`` of a full float32 tensor of each size."""
-    world = dist.get_world_size()
-    dev = course_dist.device()
-    rows = []
-    for n in sizes:
-        chunk = max(1, n // world)
-        shard = torch.ones(chunk, device=dev)
-        full = torch.empty(chunk * world, device=dev)
-        dist.all_gather_single(full, shard)  # warm-up
-        ts = []
-        for _ in range(reps):
-            dist.barrier()
-            t0 = time.perf_counter()
-            dist.all_gather_single(full, shard)
-            ts.append(time.perf_counter() - t0)
-        rows.append({"bytes": 4 * chunk * world, "seconds": sorted(ts)[len(ts) // 2]})
-    return rows
+# lab01's names of the ring model's collectives, for the trace's op names
+_COLLECTIVE = {"all_gather_single": "all_gather", "all_gather_into_tensor": "all_gather",
+               "reduce_scatter_single": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter",
+               "all_reduce": "all_reduce", "broadcast": "broadcast"}
 
 
-def fit_alpha_beta(rows: list[dict[str, float]]) -> tuple[float, float]:
-    """Least-squares ``t = alpha + beta * bytes`` (alpha, beta clipped at >= 0)."""
-    xs = [r["bytes"] for r in rows]
-    ys = [r["seconds"] for r in rows]
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    var = sum((x - mx) ** 2 for x in xs)
-    beta = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
-    beta = max(beta, 0.0)
-    alpha = max(my - beta * mx, 0.0)
-    return alpha, beta
+def measure_fit(sizes: list[int], world: int = 2, reps: int = 5) -> pd.DataFrame:
+    """From the notebook (not inside a rank): lab01's collective timings (``lab01.measure_collectives``:
+    bytes = the full tensor S) of all-gather, reduce-scatter and all-reduce at ``sizes`` per rank."""
+    from course_dist.labkit.lab01 import measure_collectives
+
+    return measure_collectives(sizes, world=world, ops=("all_gather", "reduce_scatter", "all_reduce"),
+                               reps=reps)
+
+
+def fit_bus(meas: pd.DataFrame, world: int = 2) -> dict[str, tuple[float, float]]:
+    """lab01's per-collective fit, on bus bytes: ``t = steps(N) alpha + bus_factor(N) S beta`` by least
+    squares for each collective -> ``{collective: (alpha s per message, beta s per bus byte)}``. gloo
+    implements each collective its own way (reduce-scatter naively): one fit per collective, never
+    borrowed."""
+    import numpy as np
+
+    from course_dist.labkit.lab01 import ring_constants
+
+    out = {}
+    for coll, g in meas.groupby("collective"):
+        if g["bytes"].nunique() < 2:
+            raise ValueError(f"{coll}: need at least 2 distinct sizes to fit a line, got "
+                             f"{g['bytes'].nunique()}")
+        steps, factor = ring_constants(str(coll), world)
+        x = factor * g["bytes"].to_numpy(np.float64)  # bus bytes: what each rank actually sends
+        slope, intercept = np.polyfit(x, g["time_s"].to_numpy(np.float64), 1)
+        out[str(coll)] = (max(float(intercept) / steps, 0.0), max(float(slope), 0.0))
+    return out
+
+
+def fit_table(fits: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """The fits in readable units: alpha in microseconds, bus bandwidth in GB/s (1 / beta)."""
+    return pd.DataFrame([{"collective": c, "alpha_us": a * 1e6,
+                          "bus_GB_per_s": 1e-9 / b if b > 0 else math.inf} for c, (a, b) in fits.items()])
+
+
+def predicted_comm_s(trace: pd.DataFrame, world: int, rank: int, steps: int,
+                     window: tuple[float, float] | None, fits: dict[str, tuple[float, float]]) -> float:
+    """Seconds of communication per step the fits predict for the collectives ``rank`` issued in ``window``:
+    per call ``steps(N) alpha_c``, plus its bus bytes (the trace's ring bytes) times ``beta_c``, each call
+    priced with its own collective's fit."""
+    from course_dist.labkit.lab01 import ring_constants
+
+    total = 0.0
+    for row in traffic(trace, world, rank, window).itertuples():
+        coll = _COLLECTIVE.get(row.op)
+        if coll is None or coll not in fits:
+            raise ValueError(f"no fit for {row.op} (fits: {sorted(fits)})")
+        alpha, beta = fits[coll]
+        total += row.calls * ring_constants(coll, world)[0] * alpha + row.ring_bytes * beta
+    return total / steps
