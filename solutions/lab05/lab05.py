@@ -31,7 +31,7 @@
 #
 # **Measured or simulated.** Everything at world 1–3 is measured here (gloo on loopback, 2 shared CPU cores).
 # Figures at 8–64 ranks are *simulated*: an α–β model calibrated by this machine's gloo all-reduce at world 2,
-# with a sleep standing in for compute. Every simulated number is labelled so, with that calibration; none is a
+# with a fixed 4 ms per sample standing in for compute. Every simulated number is labelled so, with that calibration; none is a
 # GPU or NCCL fact.
 #
 # Every hang here is real (gloo process groups, `course_dist.launch`) and ends as a `LaunchTimeout` within a few
