@@ -23,6 +23,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from statistics import median
 from typing import Any
 
 import pandas as pd
@@ -127,8 +128,9 @@ def brief_table(
     global_batch: int = 16,
     warmup: int = 2,
 ) -> pd.DataFrame:
-    """Per world and rank: milliseconds per step of compute, transfer, wait, checkpoint and other, and the
-    world's throughput (global samples per second over the steps after ``warmup``, rank 0's clock)."""
+    """Per world and rank: milliseconds per step of compute, transfer, wait, checkpoint and other (means over
+    the steps after ``warmup``), and the world's throughput (global samples per second at rank 0's median
+    step)."""
     rows = []
     for w, run in sorted(runs.items()):
         calls = run["trace"]
@@ -148,6 +150,9 @@ def brief_table(
             else:
                 wait = transfer = 0.0
             n = len(steps)
+            # the rate at the median step, not the window's mean: a step preempted by another process on a
+            # busy box moves a mean (world 1's never-blocking process is preempted most), not a median
+            typical = median(end - start for _, start, end in steps)
             row = {
                 "world": w,
                 "rank": r,
@@ -162,7 +167,7 @@ def brief_table(
                     **{k: v for k, v in row.items() if k in ("world", "rank")},
                     **{f"{k} (ms/step)": row[k] / n * 1e3 for k in KINDS},
                     "step (ms)": (t1 - t0) / n * 1e3,
-                    "samples/s": global_batch * n / (t1 - t0) if r == 0 else float("nan"),
+                    "samples/s": global_batch / typical if r == 0 else float("nan"),
                 }
             )
     df = pd.DataFrame(rows)
