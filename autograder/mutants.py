@@ -8,11 +8,13 @@ A mutant is a header and one or more edits of the reference (DESIGN.md, "Mutants
     # why: broadcasts parameters but not buffers
     #      (further comment lines continue ``why``)
     # hidden-only: <why>             (optional: the visible tests cannot catch it, e.g. a seed-dependent case)
-    <<<<<<< find
-            for t in [*model.parameters(), *model.buffers()]:
-    =======
-            for t in list(model.parameters()):
-    >>>>>>> replace
+    @@
+    -        for t in [*model.parameters(), *model.buffers()]:
+    +        for t in list(model.parameters()):
+
+Each edit is a hunk: ``@@``, then lines prefixed ``' '`` (context), ``'-'`` (found and removed) or ``'+'``
+(added); blocks ``<<<<<<< find`` / ``=======`` / ``>>>>>>> replace`` are read too (:func:`format_hunks`
+writes any edit as a hunk).
 
 The edits apply to the reference's text: the answer cell's source in the source notebook
 (:func:`source_notebook`) or the module's text (``solutions/<lab>/<replaces>``). Each find is whole lines

@@ -23,9 +23,9 @@ from autograder.mutants import (
 from autograder.rubrics import load_rubric
 
 CFG = CourseConfig()
-# The exact conversion of the full-copy mutants (4,362 lines) measured 1,604 lines: what remains is headers,
-# markers and code that differs from today's reference. The budget stops mutants growing back into copies.
-LINE_BUDGET = 1_650
+# The full-copy mutants took 4,362 lines; as exact find/replace blocks 1,604; as hunks (the same edits) 1,305
+# for 123 mutants. The budget stops mutants growing back into copies.
+LINE_BUDGET = 1_500
 HEADER = "# mutant: m\n# exercise: ex\n# replaces: cell\n# why: because\n"
 
 
@@ -136,3 +136,21 @@ def test_file_mutant_module_is_written_over_its_copy(tmp_path: Path) -> None:
     rename = load_rubric(CFG.rubric / "homework.yaml").submit_as  # submitted as the student's package name
     got = (tmp_path / rename.get(head, head) / rest).read_text(encoding="utf-8")
     assert got == m.source != (CFG.solutions / "homework" / m.replaces).read_text(encoding="utf-8"), m.name
+
+
+def test_hunks_read_back_to_the_same_edits_and_are_strict(tmp_path: Path) -> None:
+    from autograder.mutants import format_hunks
+
+    ref = "def f(x):\n    y = x + 1\n\n    return y\n"
+    p = write(tmp_path, "@@\n     y = x + 1\n-\n-    return y\n+    return y * 2\n")
+    assert parse_mutant(p, "lab", {"cell": ref}).source == "def f(x):\n    y = x + 1\n    return y * 2\n"
+    _, edits = read_mutant(p)
+    again = write(tmp_path, format_hunks(edits))
+    assert parse_mutant(again, "lab", {"cell": ref}).source == parse_mutant(p, "lab", {"cell": ref}).source
+    for bad, why in (
+        ("@@\n x = 1\n", "changes nothing"),
+        ("@@\n+z = 1\n", "finds nothing"),
+        ("@@\n*x\n", "starts with"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            read_mutant(write(tmp_path, bad))

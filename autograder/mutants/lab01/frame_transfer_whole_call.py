@@ -2,8 +2,6 @@
 # exercise: frame
 # replaces: frame_solution
 # why: counts the whole call as transfer, so the waiting is counted twice (wait + transfer > t_end - t_start)
-<<<<<<< find
-    return calls.assign(wait_s=last - calls["t_start"], transfer_s=calls["t_end"] - last)
-=======
-    return calls.assign(wait_s=last - calls["t_start"], transfer_s=calls["t_end"] - calls["t_start"])
->>>>>>> replace
+@@
+-    return calls.assign(wait_s=last - calls["t_start"], transfer_s=calls["t_end"] - last)
++    return calls.assign(wait_s=last - calls["t_start"], transfer_s=calls["t_end"] - calls["t_start"])

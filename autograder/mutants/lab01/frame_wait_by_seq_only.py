@@ -2,8 +2,6 @@
 # exercise: frame
 # replaces: frame_solution
 # why: identifies a collective by its seq alone: calls of different groups with the same seq are merged
-<<<<<<< find
-    last = calls.groupby(["group", "seq"])["t_start"].transform("max")  # when the last rank arrived
-=======
-    last = calls.groupby("seq")["t_start"].transform("max")  # when the last rank arrived
->>>>>>> replace
+@@
+-    last = calls.groupby(["group", "seq"])["t_start"].transform("max")  # when the last rank arrived
++    last = calls.groupby("seq")["t_start"].transform("max")  # when the last rank arrived

@@ -2,8 +2,6 @@
 # exercise: frame
 # replaces: frame_solution
 # why: measures waiting from the first rank to arrive instead of until the last one did (waits come out <= 0)
-<<<<<<< find
-    last = calls.groupby(["group", "seq"])["t_start"].transform("max")  # when the last rank arrived
-=======
-    last = calls.groupby(["group", "seq"])["t_start"].transform("min")  # when the last rank arrived
->>>>>>> replace
+@@
+-    last = calls.groupby(["group", "seq"])["t_start"].transform("max")  # when the last rank arrived
++    last = calls.groupby(["group", "seq"])["t_start"].transform("min")  # when the last rank arrived

@@ -2,8 +2,6 @@
 # exercise: memory
 # replaces: memory_solution
 # why: ZeRO-1 keeps the whole optimizer state on every rank (the stage threshold is off by one)
-<<<<<<< find
-    optimizer = local * optim_bytes / (dp if zero >= 1 else 1)
-=======
-    optimizer = local * optim_bytes / (dp if zero >= 2 else 1)
->>>>>>> replace
+@@
+-    optimizer = local * optim_bytes / (dp if zero >= 1 else 1)
++    optimizer = local * optim_bytes / (dp if zero >= 2 else 1)

@@ -2,8 +2,6 @@
 # exercise: pipeline
 # replaces: pipeline_solution
 # why: 1F1B without warm-up forwards: every stage alternates F, B from the start (no pipelining)
-<<<<<<< find
-    warmup = min(p - stage - 1, m)  # later stages start their backwards sooner
-=======
-    warmup = 0
->>>>>>> replace
+@@
+-    warmup = min(p - stage - 1, m)  # later stages start their backwards sooner
++    warmup = 0

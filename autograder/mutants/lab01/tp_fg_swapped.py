@@ -2,13 +2,9 @@
 # exercise: tp
 # replaces: tp_solution
 # why: column-parallel uses g and row-parallel uses f (the conjugate pair swapped)
-<<<<<<< find
-        return nn.functional.linear(CopyToTP.apply(x), self.weight, self.bias)
-=======
-        return nn.functional.linear(ReduceFromTP.apply(x), self.weight, self.bias)
->>>>>>> replace
-<<<<<<< find
-        return ReduceFromTP.apply(nn.functional.linear(x, self.weight)) + self.bias
-=======
-        return CopyToTP.apply(nn.functional.linear(x, self.weight)) + self.bias
->>>>>>> replace
+@@
+-        return nn.functional.linear(CopyToTP.apply(x), self.weight, self.bias)
++        return nn.functional.linear(ReduceFromTP.apply(x), self.weight, self.bias)
+@@
+-        return ReduceFromTP.apply(nn.functional.linear(x, self.weight)) + self.bias
++        return CopyToTP.apply(nn.functional.linear(x, self.weight)) + self.bias

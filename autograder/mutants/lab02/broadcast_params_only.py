@@ -2,8 +2,6 @@
 # exercise: replicas
 # replaces: broadcast_solution
 # why: broadcasts parameters but not buffers
-<<<<<<< find
-        for t in [*model.parameters(), *model.buffers()]:
-=======
-        for t in list(model.parameters()):
->>>>>>> replace
+@@
+-        for t in [*model.parameters(), *model.buffers()]:
++        for t in list(model.parameters()):

@@ -2,8 +2,6 @@
 # exercise: bucketed
 # replaces: bucketed_solution
 # why: no_sync() sets a flag the hook never reads: collectives run during accumulation
-<<<<<<< find
-        if not self._sync:
-            return  # no_sync(): accumulate locally, no collective
-=======
->>>>>>> replace
+@@
+-        if not self._sync:
+-            return  # no_sync(): accumulate locally, no collective

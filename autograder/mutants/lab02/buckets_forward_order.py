@@ -2,13 +2,9 @@
 # exercise: bucketed
 # replaces: buckets_solution
 # why: builds buckets in registration (forward) order: the first bucket is ready last
-<<<<<<< find
-    order (last parameter first)."""
-=======
-    order."""
->>>>>>> replace
-<<<<<<< find
-    for i in reversed(range(len(sizes))):  # reverse: gradients of the last layers are ready first
-=======
-    for i in range(len(sizes)):  # reverse: gradients of the last layers are ready first
->>>>>>> replace
+@@
+-    order (last parameter first)."""
++    order."""
+@@
+-    for i in reversed(range(len(sizes))):  # reverse: gradients of the last layers are ready first
++    for i in range(len(sizes)):  # reverse: gradients of the last layers are ready first

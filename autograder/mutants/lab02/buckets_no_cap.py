@@ -2,13 +2,9 @@
 # exercise: bucketed
 # replaces: buckets_solution
 # why: only the first bucket is capped: everything else in one
-<<<<<<< find
-    order (last parameter first)."""
-=======
-    order."""
->>>>>>> replace
-<<<<<<< find
-            current, filled, limit = [], 0, cap_bytes
-=======
-            current, filled, limit = [], 0, float('inf')
->>>>>>> replace
+@@
+-    order (last parameter first)."""
++    order."""
+@@
+-            current, filled, limit = [], 0, cap_bytes
++            current, filled, limit = [], 0, float('inf')

@@ -3,8 +3,6 @@
 # replaces: buckets_solution
 # why: boundary of a ">=" rule: closes a bucket only once it holds MORE than its limit, so a bucket that
 #   reaches its limit exactly keeps growing (torch closes it)
-<<<<<<< find
-        if filled >= limit:
-=======
-        if filled > limit:
->>>>>>> replace
+@@
+-        if filled >= limit:
++        if filled > limit:

@@ -2,20 +2,14 @@
 # exercise: measure
 # replaces: measure_solution
 # why: efficiency as speed-up over world 1, not divided by the world size
-<<<<<<< find
-    the columns samples_per_s, efficiency and core_s_per_1k added (definitions above)."""
-=======
-    the
-    columns samples_per_s, efficiency and core_s_per_1k added (definitions above)."""
->>>>>>> replace
-<<<<<<< find
-    out["efficiency"] = out["samples_per_s"] / (out["world"] * out["impl"].map(base))
-=======
-    out["efficiency"] = out["samples_per_s"] / out["impl"].map(base)
->>>>>>> replace
-<<<<<<< find
-    excluded). ``optimizer``: "sgd", "sgd_momentum" or "adam"; anything else raises ValueError naming it."""
-=======
-    excluded).
-    ``optimizer``: "sgd", "sgd_momentum" or "adam"; anything else raises ValueError naming it."""
->>>>>>> replace
+@@
+-    the columns samples_per_s, efficiency and core_s_per_1k added (definitions above)."""
++    the
++    columns samples_per_s, efficiency and core_s_per_1k added (definitions above)."""
+@@
+-    out["efficiency"] = out["samples_per_s"] / (out["world"] * out["impl"].map(base))
++    out["efficiency"] = out["samples_per_s"] / out["impl"].map(base)
+@@
+-    excluded). ``optimizer``: "sgd", "sgd_momentum" or "adam"; anything else raises ValueError naming it."""
++    excluded).
++    ``optimizer``: "sgd", "sgd_momentum" or "adam"; anything else raises ValueError naming it."""

@@ -3,8 +3,6 @@
 # replaces: measure_solution
 # why: type: returns the floor division of a float budget (1000000.0), a float where the text asks for the
 #   integer count of parameters
-<<<<<<< find
-    return int(budget_bytes // per_param)
-=======
-    return budget_bytes // per_param
->>>>>>> replace
+@@
+-    return int(budget_bytes // per_param)
++    return budget_bytes // per_param

@@ -2,9 +2,7 @@
 # exercise: ring
 # replaces: ring_solution
 # why: stops after reduce-scatter: each rank has one summed chunk
-<<<<<<< find
-    for s in range(world - 1):  # all-gather: pass the finished chunks around
-        send_i, recv_i = (rank + 1 - s) % world, (rank - s) % world
-        exchange(chunks[send_i], chunks[recv_i])
-=======
->>>>>>> replace
+@@
+-    for s in range(world - 1):  # all-gather: pass the finished chunks around
+-        send_i, recv_i = (rank + 1 - s) % world, (rank - s) % world
+-        exchange(chunks[send_i], chunks[recv_i])

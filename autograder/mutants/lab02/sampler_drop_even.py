@@ -3,8 +3,6 @@
 # replaces: sampler_solution
 # why: degenerate legal shape: with drop_last it always drops one round, even when N is a multiple of the
 #   world size and there is nothing to drop (the empty remainder)
-<<<<<<< find
-    if drop_last and n % world_size != 0:
-=======
-    if drop_last:
->>>>>>> replace
+@@
+-    if drop_last and n % world_size != 0:
++    if drop_last:

@@ -2,8 +2,6 @@
 # exercise: fsdp2
 # replaces: fsdp2_solution
 # why: fully_shard applied to the root only: one unit, the whole model gathered at once
-<<<<<<< find
-    for name in names:
-        fully_shard(model.get_submodule(name), mesh=mesh, reshard_after_forward=reshard_after_forward)
-=======
->>>>>>> replace
+@@
+-    for name in names:
+-        fully_shard(model.get_submodule(name), mesh=mesh, reshard_after_forward=reshard_after_forward)

@@ -2,12 +2,10 @@
 # exercise: zero1
 # replaces: zero1_solution
 # why: chunk = numel // world: uneven shards lose the tail elements (never updated)
-<<<<<<< find
-    chunk = math.ceil(numel / world)
-    start = min(rank * chunk, numel)
-    return start, min(start + chunk, numel)
-=======
-    chunk = numel // world
-    start = rank * chunk
-    return start, start + chunk
->>>>>>> replace
+@@
+-    chunk = math.ceil(numel / world)
+-    start = min(rank * chunk, numel)
+-    return start, min(start + chunk, numel)
++    chunk = numel // world
++    start = rank * chunk
++    return start, start + chunk

@@ -2,8 +2,6 @@
 # exercise: zero1
 # replaces: zero1_solution
 # why: more shards than elements silently gives empty shards instead of a ValueError
-<<<<<<< find
-    if world > numel:
-        raise ValueError(f"cannot cut {numel} parameter elements into {world} shards (more shards than elements)")
-=======
->>>>>>> replace
+@@
+-    if world > numel:
+-        raise ValueError(f"cannot cut {numel} parameter elements into {world} shards (more shards than elements)")

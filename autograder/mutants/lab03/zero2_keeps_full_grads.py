@@ -2,8 +2,6 @@
 # exercise: zero2
 # replaces: zero2_solution
 # why: never drops the full p.grad tensors: the gradient memory is not sharded at all
-<<<<<<< find
-    for p in params:
-        p.grad = None  # the full gradients are no longer needed: only my chunk stays alive
-=======
->>>>>>> replace
+@@
+-    for p in params:
+-        p.grad = None  # the full gradients are no longer needed: only my chunk stays alive

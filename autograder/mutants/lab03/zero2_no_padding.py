@@ -2,8 +2,6 @@
 # exercise: zero2
 # replaces: zero2_solution
 # why: no end padding: uneven shards give reduce_scatter unequal pieces (wrong padding of uneven shards)
-<<<<<<< find
-    flat = lab03.flatten([p.grad for p in params], chunk * world)  # pad at the end: equal pieces
-=======
-    flat = lab03.flatten([p.grad for p in params])
->>>>>>> replace
+@@
+-    flat = lab03.flatten([p.grad for p in params], chunk * world)  # pad at the end: equal pieces
++    flat = lab03.flatten([p.grad for p in params])

@@ -2,8 +2,6 @@
 # exercise: zero2
 # replaces: zero2_solution
 # why: reduce-scatter sums the gradients but never divides by the world size
-<<<<<<< find
-    return out.div_(world)
-=======
-    return out
->>>>>>> replace
+@@
+-    return out.div_(world)
++    return out

@@ -2,8 +2,6 @@
 # exercise: zero3
 # replaces: zero3_solution
 # why: gathers before forward only: backward runs on freed parameters
-<<<<<<< find
-        if out.requires_grad:
-            out.register_hook(lambda _grad: unit.gather())  # runs just before this module's backward
-=======
->>>>>>> replace
+@@
+-        if out.requires_grad:
+-            out.register_hook(lambda _grad: unit.gather())  # runs just before this module's backward

@@ -2,15 +2,10 @@
 # exercise: zero3
 # replaces: zero3_solution
 # why: gathered parameters are never freed: right numbers, no memory saved (the ledger catches it)
-<<<<<<< find
-        lab03.view_params(self.params, self.full)  # parameters read whatever self.full holds
-        self.free()
-=======
-        lab03.view_params(self.params, self.full)  # parameters read whatever self.full holds
-        lab03.free_storage(self.full)
->>>>>>> replace
-<<<<<<< find
-        lab03.free_storage(self.full)
-=======
-        pass
->>>>>>> replace
+@@
+         lab03.view_params(self.params, self.full)  # parameters read whatever self.full holds
+-        self.free()
++        lab03.free_storage(self.full)
+@@
+-        lab03.free_storage(self.full)
++        pass

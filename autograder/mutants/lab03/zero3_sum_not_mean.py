@@ -2,8 +2,6 @@
 # exercise: zero3
 # replaces: zero3_solution
 # why: reduce-scatter of the unit's gradients without dividing by the world size
-<<<<<<< find
-        self.shard.grad = out.div_(self.world)
-=======
-        self.shard.grad = out
->>>>>>> replace
+@@
+-        self.shard.grad = out.div_(self.world)
++        self.shard.grad = out

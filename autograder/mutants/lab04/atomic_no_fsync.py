@@ -2,7 +2,5 @@
 # exercise: atomic
 # replaces: atomic_solution
 # why: atomic renames but no fsync of the data: after a power loss the published files come back empty
-<<<<<<< find
-        os.fsync(f.fileno())  # data on disk before anything can point at it
-=======
->>>>>>> replace
+@@
+-        os.fsync(f.fileno())  # data on disk before anything can point at it

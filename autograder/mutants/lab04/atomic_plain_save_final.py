@@ -2,14 +2,10 @@
 # exercise: atomic
 # replaces: atomic_solution
 # why: writes straight into the final step directory (no temp dir): a crash leaves a half step-N
-<<<<<<< find
-    final, tmp = root / f"step-{step:08d}", root / f".tmp-step-{step:08d}"
-=======
-    final = tmp = root / f"step-{step:08d}"
->>>>>>> replace
-<<<<<<< find
-    if final.exists():
-        retire(final)
-    os.replace(tmp, final)  # atomic: readers see no directory or the whole one
-=======
->>>>>>> replace
+@@
+-    final, tmp = root / f"step-{step:08d}", root / f".tmp-step-{step:08d}"
++    final = tmp = root / f"step-{step:08d}"
+@@
+-    if final.exists():
+-        retire(final)
+-    os.replace(tmp, final)  # atomic: readers see no directory or the whole one

@@ -2,7 +2,5 @@
 # exercise: atomic
 # replaces: atomic_solution
 # why: retires into .trash-<name> without clearing old debris: os.replace fails ENOTEMPTY (issue 11)
-<<<<<<< find
-        shutil.rmtree(trash, ignore_errors=True)  # debris of an earlier crashed delete would block the rename
-=======
->>>>>>> replace
+@@
+-        shutil.rmtree(trash, ignore_errors=True)  # debris of an earlier crashed delete would block the rename

@@ -2,8 +2,6 @@
 # exercise: card
 # replaces: card_solution
 # why: fallback counts one interval: a corrupt newest checkpoint sends the loader one further back
-<<<<<<< find
-    fallback=Limit(2 * EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
-=======
-    fallback=Limit(EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
->>>>>>> replace
+@@
+-    fallback=Limit(2 * EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
++    fallback=Limit(EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",

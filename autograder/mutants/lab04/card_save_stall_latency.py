@@ -2,8 +2,6 @@
 # exercise: card
 # replaces: card_solution
 # why: quotes the save stall as the latency (the card asks for the time until training runs again)
-<<<<<<< find
-    latency=Limit(meas["recovery_s"], "s from a rank's death to the first resumed step", "world 2, SIGKILL"),
-=======
-    latency=Limit(meas["save_s"], "s from a rank's death to the first resumed step", "world 2, SIGKILL"),
->>>>>>> replace
+@@
+-    latency=Limit(meas["recovery_s"], "s from a rank's death to the first resumed step", "world 2, SIGKILL"),
++    latency=Limit(meas["save_s"], "s from a rank's death to the first resumed step", "world 2, SIGKILL"),

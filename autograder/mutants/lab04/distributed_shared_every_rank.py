@@ -2,8 +2,6 @@
 # exercise: distributed
 # replaces: distributed_solution
 # why: every rank writes the shared files: concurrent writes to one path (issue 11)
-<<<<<<< find
-    if rank == 0:  # replicated state: one writer, or the ranks race on one path
-=======
-    if True:
->>>>>>> replace
+@@
+-    if rank == 0:  # replicated state: one writer, or the ranks race on one path
++    if True:

@@ -2,8 +2,6 @@
 # exercise: elastic
 # replaces: elastic_solution
 # why: ignores the saved position: the resumed epoch starts again from its first sample
-<<<<<<< find
-    rest = lab04.epoch_order(n, seed, epoch)[consumed:]
-=======
-    rest = lab04.epoch_order(n, seed, epoch)
->>>>>>> replace
+@@
+-    rest = lab04.epoch_order(n, seed, epoch)[consumed:]
++    rest = lab04.epoch_order(n, seed, epoch)

@@ -2,8 +2,6 @@
 # exercise: interval
 # replaces: interval_solution
 # why: the job fails as often as one GPU: the failure rate does not grow with the number of GPUs
-<<<<<<< find
-    return gpu_mtbf_s / n_gpus  # failure rates add: n independent parts fail n times as often
-=======
-    return gpu_mtbf_s
->>>>>>> replace
+@@
+-    return gpu_mtbf_s / n_gpus  # failure rates add: n independent parts fail n times as often
++    return gpu_mtbf_s

@@ -2,8 +2,6 @@
 # exercise: interval
 # replaces: interval_solution
 # why: overhead counts saves and restarts but not the half interval of work lost per failure
-<<<<<<< find
-    return cost_s / interval_s + (interval_s / 2.0 + restart_s) / mtbf_s
-=======
-    return cost_s / interval_s + restart_s / mtbf_s
->>>>>>> replace
+@@
+-    return cost_s / interval_s + (interval_s / 2.0 + restart_s) / mtbf_s
++    return cost_s / interval_s + restart_s / mtbf_s

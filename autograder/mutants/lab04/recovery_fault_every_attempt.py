@@ -2,8 +2,6 @@
 # exercise: recovery
 # replaces: recovery_solution
 # why: does not pass the attempt number: the planned fault fires again on every attempt
-<<<<<<< find
-                                         env={"TORCHELASTIC_RESTART_COUNT": str(attempt)}, stream=False)
-=======
-                                         stream=False)
->>>>>>> replace
+@@
+-                                         env={"TORCHELASTIC_RESTART_COUNT": str(attempt)}, stream=False)
++                                         stream=False)

@@ -2,8 +2,6 @@
 # exercise: recovery
 # replaces: recovery_solution
 # why: relaunches but never loads the checkpoint: right answer, all work redone
-<<<<<<< find
-    start = lab04.simple_load(root, tr) or 0  # None on the first attempt: start from scratch
-=======
-    start = 0
->>>>>>> replace
+@@
+-    start = lab04.simple_load(root, tr) or 0  # None on the first attempt: start from scratch
++    start = 0

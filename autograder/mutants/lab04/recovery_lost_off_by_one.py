@@ -2,8 +2,6 @@
 # exercise: recovery
 # replaces: recovery_solution
 # why: lost work counted from the new attempt's first step, not the step it resumed from (one step short)
-<<<<<<< find
-        lost.append(int(failed["step"].max()) - (int(nxt["step"].min()) - 1) if len(failed) else 0)
-=======
-        lost.append(int(failed["step"].max()) - int(nxt["step"].min()) if len(failed) else 0)
->>>>>>> replace
+@@
+-        lost.append(int(failed["step"].max()) - (int(nxt["step"].min()) - 1) if len(failed) else 0)
++        lost.append(int(failed["step"].max()) - int(nxt["step"].min()) if len(failed) else 0)

@@ -2,8 +2,6 @@
 # exercise: state
 # replaces: state_solution
 # why: refuses another config but names only this run's hash
-<<<<<<< find
-        raise ValueError(f"checkpoint was written under config {state['config_hash']}, this run's config is "
-=======
-        raise ValueError(f"checkpoint was written under another config, this run's config is "
->>>>>>> replace
+@@
+-        raise ValueError(f"checkpoint was written under config {state['config_hash']}, this run's config is "
++        raise ValueError(f"checkpoint was written under another config, this run's config is "

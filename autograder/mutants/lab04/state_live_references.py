@@ -2,8 +2,6 @@
 # exercise: state
 # replaces: state_solution
 # why: returns the state_dicts themselves: the optimizer step after capture rewrites the snapshot
-<<<<<<< find
-    return copy.deepcopy(state)
-=======
-    return state
->>>>>>> replace
+@@
+-    return copy.deepcopy(state)
++    return state

@@ -2,7 +2,5 @@
 # exercise: state
 # replaces: state_solution
 # why: never restores numpy's RNG: the jitter differs after resume
-<<<<<<< find
-    np.random.set_state(rng["numpy"])
-=======
->>>>>>> replace
+@@
+-    np.random.set_state(rng["numpy"])

@@ -2,8 +2,6 @@
 # exercise: state
 # replaces: state_solution
 # why: restores the step count but not epoch/consumed: the data stream restarts the epoch
-<<<<<<< find
-    tr.step, tr.epoch, tr.consumed = pos["step"], pos["epoch"], pos["consumed"]
-=======
-    tr.step = pos["step"]
->>>>>>> replace
+@@
+-    tr.step, tr.epoch, tr.consumed = pos["step"], pos["epoch"], pos["consumed"]
++    tr.step = pos["step"]

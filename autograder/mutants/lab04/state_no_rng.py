@@ -2,9 +2,7 @@
 # exercise: state
 # replaces: state_solution
 # why: saves no RNG state at all: dropout, jitter and scale differ
-<<<<<<< find
-    random.setstate(rng["python"])
-    np.random.set_state(rng["numpy"])
-    torch.set_rng_state(rng["torch"])
-=======
->>>>>>> replace
+@@
+-    random.setstate(rng["python"])
+-    np.random.set_state(rng["numpy"])
+-    torch.set_rng_state(rng["torch"])

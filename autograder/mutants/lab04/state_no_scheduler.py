@@ -2,7 +2,5 @@
 # exercise: state
 # replaces: state_solution
 # why: forgets the LR scheduler: the cosine restarts at its peak
-<<<<<<< find
-    tr.scheduler.load_state_dict(state["scheduler"])
-=======
->>>>>>> replace
+@@
+-    tr.scheduler.load_state_dict(state["scheduler"])

@@ -2,7 +2,5 @@
 # exercise: state
 # replaces: state_solution
 # why: restore passes the state's tensors to the optimizer uncopied: AdamW updates them in place (issue 11)
-<<<<<<< find
-    state = copy.deepcopy(state)
-=======
->>>>>>> replace
+@@
+-    state = copy.deepcopy(state)

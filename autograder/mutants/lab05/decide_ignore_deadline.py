@@ -2,10 +2,8 @@
 # exercise: decide
 # replaces: decide_solution
 # why: the cheapest configuration overall, ignoring the deadline
-<<<<<<< find
-    ok = cands[cands["time_s"] <= deadline_s]
-    if ok.empty:
-=======
-    ok = cands
-    if (cands["time_s"] > deadline_s).all():
->>>>>>> replace
+@@
+-    ok = cands[cands["time_s"] <= deadline_s]
+-    if ok.empty:
++    ok = cands
++    if (cands["time_s"] > deadline_s).all():

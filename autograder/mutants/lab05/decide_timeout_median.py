@@ -2,8 +2,6 @@
 # exercise: decide
 # replaces: decide_solution
 # why: heartbeat deadline from the typical (median) step, not the tail: healthy slow steps trip the watchdog
-<<<<<<< find
-    return margin * max(step_s)
-=======
-    return margin * sorted(step_s)[len(step_s) // 2]
->>>>>>> replace
+@@
+-    return margin * max(step_s)
++    return margin * sorted(step_s)[len(step_s) // 2]

@@ -2,8 +2,6 @@
 # exercise: decide
 # replaces: decide_solution
 # why: the old rule, the collective timeout from the step tail alone: shorter than one checkpoint save, so a healthy job is killed at its first checkpoint barrier
-<<<<<<< find
-    return margin * max(max(waits) for waits in phase_s.values())
-=======
-    return margin * max(phase_s["step"])
->>>>>>> replace
+@@
+-    return margin * max(max(waits) for waits in phase_s.values())
++    return margin * max(phase_s["step"])

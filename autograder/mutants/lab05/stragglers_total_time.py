@@ -2,10 +2,8 @@
 # exercise: stragglers
 # replaces: stragglers_solution
 # why: names the straggler by total step time, which the all-reduce makes equal on every rank
-<<<<<<< find
-    compute = spans[spans["kind"] == "compute"].groupby("rank")["seconds"].median()
-    return int(compute.idxmax())
-=======
-    total = spans.groupby(["rank", "step"])["seconds"].sum().groupby("rank").median()
-    return int(total.idxmax())
->>>>>>> replace
+@@
+-    compute = spans[spans["kind"] == "compute"].groupby("rank")["seconds"].median()
+-    return int(compute.idxmax())
++    total = spans.groupby(["rank", "step"])["seconds"].sum().groupby("rank").median()
++    return int(total.idxmax())

@@ -2,8 +2,6 @@
 # exercise: uneven
 # replaces: uneven_solution
 # why: Join without the model as a joinable (an empty list): Join refuses it, so "join" never runs
-<<<<<<< find
-        with Join([ddp]):  # DDP is the joinable: it knows which all-reduces to shadow
-=======
-        with Join([]):
->>>>>>> replace
+@@
+-        with Join([ddp]):  # DDP is the joinable: it knows which all-reduces to shadow
++        with Join([]):
