@@ -306,8 +306,9 @@ _VALID_LINE = re.compile(r"^#\s*(" + "|".join(VALID_KEYS) + r")\s*:(.*)$")
 def parse_valid(path: Path, lab: str, reference: Mapping[str, str]) -> Mutant:
     """A valid variant (``autograder/valid/<lab>/<name>.py``): a header - ``# valid: <name>``,
     ``# exercise: <rubric id>``, ``# replaces: <grade_id or module>``, ``# why:`` (comment lines continue
-    it) - then the whole answer cell or module, as a student could hand it in. Checked by the same machinery
-    as a mutant (:mod:`autograder.mutant_check`), with the opposite verdict: every cell must pass."""
+    it) - then the whole answer cell or module, or hunks of the reference (as a mutant). Checked by the
+    same machinery as a mutant (:mod:`autograder.mutant_check`), with the opposite verdict: every cell must
+    pass."""
     lines = Path(path).read_text(encoding="utf-8").split("\n")
     header: dict[str, str] = {}
     key, start = None, len(lines)
@@ -330,6 +331,8 @@ def parse_valid(path: Path, lab: str, reference: Mapping[str, str]) -> Mutant:
     target, body = header["replaces"], "\n".join(lines[start:]).strip("\n")
     if target not in reference:
         raise ValueError(f"{path}: replaces {target!r}, which is not an answer cell or module of {lab}")
+    if body.split("\n", 1)[0] in (HUNK, FIND):  # written as edits of the reference, like a mutant
+        body = apply_edits(reference[target], _read_blocks(path, lines, start), str(path), repr(target))
     if body.strip() == reference[target].strip():
         raise ValueError(f"{path}: its body is the reference itself, not a variant")
     if is_file_target(target):

@@ -42,21 +42,14 @@ pytestmark = pytest.mark.usefixtures("no_surviving_children")
 
 
 def read_valid(path: Path) -> tuple[dict[str, str], str]:
-    """The header (``valid``, ``replaces``, ``why``) and the whole text of a valid-variant file."""
-    text = path.read_text()
-    header: dict[str, str] = {}
-    key = None
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        name, sep, value = line.lstrip("# ").partition(":")
-        if sep and name in ("valid", "replaces", "why"):
-            key, header[name] = name, value.strip()
-        elif key == "why":  # the reason goes on over indented comment lines
-            header["why"] += " " + line.lstrip("# ").strip()
-    missing = [k for k in ("valid", "replaces", "why") if not header.get(k)]
-    assert not missing, f"{path}: header lacks {missing}; has {header}"
-    return header, text
+    """The header (``valid``, ``exercise``, ``replaces``, ``why``) and the complete source of a valid variant
+    (its whole text, or its hunks applied to the reference), read by the mutant checker's own parser."""
+    from autograder.config import CourseConfig
+    from autograder.mutants import parse_valid, reference_texts
+
+    lab = path.parent.name
+    m = parse_valid(path, lab, reference_texts(CourseConfig(), lab))
+    return {"valid": m.name, "exercise": m.exercise, "replaces": m.replaces, "why": m.why}, m.source
 
 
 def test_every_valid_variant_has_its_header():
