@@ -261,3 +261,19 @@ def launch(
             _supervise.LIVE.discard(p.pid)
         store = None  # closes the store's server
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+class _CallableModule(type(sys)):
+    """This module, callable as :func:`launch`.
+
+    ``course_dist.launch`` is both the public function and this submodule's name. Importing the submodule
+    (``from course_dist.launch import launch`` anywhere, a labkit included) makes Python set the attribute
+    ``course_dist.launch`` to the *module*, after ``course_dist.__getattr__`` may have set it to the function;
+    whichever came last wins, so ``course_dist.launch(fn)`` in a notebook depended on import order. Calling
+    the module calls the function, so both orders work."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> LaunchResult:
+        return launch(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -171,3 +171,18 @@ def test_dataloader_workers_inside_ranks():
     res = launch(with_dataloader, 2, timeout=120)
     assert [v[0] for v in res] == [240.0, 240.0], list(res)
     assert res[0][1] == ("fork" if sys.platform == "linux" else res[0][1])
+
+
+def test_course_dist_launch_is_callable_whatever_was_imported_first() -> None:
+    """``from course_dist.launch import ...`` (a labkit does it) sets ``course_dist.launch`` to the submodule;
+    a notebook's ``course_dist.launch(fn)`` must still launch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import course_dist.launch\n"
+        "import course_dist\n"
+        "print(list(course_dist.launch(lambda: 7, world_size=1, timeout=60)))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("[7]"), (r.returncode, r.stdout, r.stderr[-800:])
