@@ -53,7 +53,8 @@ def test_world_2_divergence_is_ambiguous_in_both_orders(culprit):
     div = first_divergence(ei.value.trace)
     assert div is not None, ei.value.trace
     got = (div.ambiguous, div.ranks, div.behind, div.reason)
-    assert got == (True, [0, 1], culprit, "op"), f"culprit {culprit}: (ambiguous, ranks, behind, reason) {got}"
+    want = (True, [0, 1], culprit, "op")
+    assert got == want, f"culprit {culprit}: (ambiguous, ranks, behind, reason) expected {want}, got {got}"
     assert "ambiguous" in str(div) and f"rank {culprit} is behind" in str(div), str(div)
     assert div.calls[culprit]["op"] == "all_reduce" and div.calls[1 - culprit]["op"] == "barrier", div.calls
 

@@ -98,8 +98,8 @@ class _GradClock:
     accumulated (``.last``).
 
     ``register_post_accumulate_grad_hook`` fires as each ``.grad`` is written, before DDP's reducer *waits*
-    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end of this
-    rank's own compute; what the backward spends after it is waiting for the others. (A probe collective
+    for the bucket's all-reduce (it only launches it, asynchronously), so the last firing marks the end of
+    this rank's own compute; what the backward spends after it is waiting for the others. (A probe collective
     before the last micro-batch cannot see a rank that is slow *inside* forward/backward, e.g. with
     accum 1.)
 
