@@ -258,7 +258,10 @@ def test_hints_never_read_from_solutions() -> None:
 
 
 def _make_n(dist: Path, *args: str, fake_uid: str | None = None, tmp: Path | None = None) -> str:
-    env = dict(os.environ)
+    # under `make test` MAKELEVEL/MAKEFLAGS are inherited: a nested make would print "Entering/Leaving
+    # directory" lines around the commands this reads
+    nested = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")
+    env = {k: v for k, v in os.environ.items() if k not in nested}
     if fake_uid is not None:
         assert tmp is not None
         fake = tmp / "bin"
@@ -266,7 +269,14 @@ def _make_n(dist: Path, *args: str, fake_uid: str | None = None, tmp: Path | Non
         (fake / "id").write_text(f"#!/bin/sh\necho {fake_uid}\n")
         (fake / "id").chmod(0o755)
         env["PATH"] = f"{fake}:{env['PATH']}"
-    r = subprocess.run(["make", "-n", *args], cwd=dist, env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        ["make", "-n", "--no-print-directory", *args],
+        cwd=dist,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, f"make -n {' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
     return r.stdout
 
