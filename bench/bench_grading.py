@@ -2,13 +2,15 @@
 
     python -m bench grading                          # every lab: reference, untouched release, 3 mutants
     python -m bench grading --quick                  # one mutant per lab
-    BENCH_GRADING_LABS=lab02 python -m bench grading
-    BENCH_GRADING_BASE=<commit> python -m bench grading --quick   # the same samples graded by <commit> too
+    BENCH_GRADING_LABS=lab02 BENCH_GRADING_ROUNDS=3 python -m bench grading --quick   # 3 rounds, 1 mutant
+    BENCH_GRADING_BASE=/path/to/other/checkout python -m bench grading --quick   # ... and by that checkout
 
 Per lab, the same sample submissions are graded with one slot (each time is one submission's, nothing else
 competing for the cores) and then with two slots (the class throughput a 2-core box gets). With
-``BENCH_GRADING_BASE``, a git worktree of that commit grades the same samples with one slot, in the same run,
-timed the same way: the before/after of a grader change. Reported per submission: wall seconds from the
+``BENCH_GRADING_BASE``, another checkout (a clone at the base commit, with its own ``make venv``: the
+sandboxed kernel finds ``course_dist`` through its venv, so a worktree sharing this venv would grade with
+this checkout's) grades the same samples with one slot, interleaved with this one, timed the same way: the
+before/after of a grader change. Reported per submission: wall seconds from the
 grader's side, and the *overhead share* (everything that is not the kernel executing the student's cells).
 Writes bench/results/grading.md.
 """
@@ -64,14 +66,14 @@ def _samples(cfg, lab: str, root: Path, n_mutants: int) -> dict[str, str]:  # no
 
 
 def _grade(checkout: Path, subs: Path, lab: str, seed: int, slots: int) -> tuple[dict, float]:
-    """({student: result}, wall seconds of the whole run) graded by ``checkout``'s grader (a fresh build)."""
+    """({student: result}, wall seconds of the whole run) graded by ``checkout``'s grader with its own venv
+    (a fresh build)."""
+    python = checkout / ".venv" / "bin" / "python" if checkout != ROOT else Path(sys.executable)
     with tempfile.TemporaryDirectory(prefix="bench-grading-build-") as build:
-        env = {**os.environ, "PYTHONPATH": str(checkout)}  # before the venv's .pth entry for this checkout
         t0 = time.monotonic()
         r = subprocess.run(
-            [sys.executable, "-c", GRADE, str(checkout), str(subs), build, lab, str(seed), str(slots)],
+            [str(python), "-c", GRADE, str(checkout), str(subs), build, lab, str(seed), str(slots)],
             cwd=checkout,
-            env=env,
             capture_output=True,
             text=True,
         )
@@ -92,38 +94,40 @@ def _summary(res: dict, kinds: dict[str, str]) -> dict:
     return row
 
 
-def _worktree(commit: str, where: Path) -> Path:
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", "-f", str(where), commit],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
-    return where
-
-
 def main(quick: bool = False) -> None:
     from autograder.config import CourseConfig
     from autograder.release import release
 
-    base_commit = os.environ.get("BENCH_GRADING_BASE", "")
+    base_env = os.environ.get("BENCH_GRADING_BASE", "")
+    base = Path(base_env).resolve() if base_env else None
+    if base is not None and not (base / ".venv" / "bin" / "python").exists():
+        raise ValueError(
+            f"BENCH_GRADING_BASE={base_env!r}: not a checkout with its own venv (run make venv there)"
+        )
+    rounds = int(os.environ.get("BENCH_GRADING_ROUNDS", "1" if quick else "3"))
     cfg0 = CourseConfig()
     labs = [x for x in os.environ.get("BENCH_GRADING_LABS", "").split(",") if x] or cfg0.lab_ids()
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+
+    def rev(where: Path) -> str:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True
+        ).stdout.strip()
+
+    head = rev(ROOT)
     tmp = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     cfg = cfg0.with_(build=tmp / "build", labs=tmp / "labs", fast=True)
     release(cfg, labs)
-    base = _worktree(base_commit, tmp / "base") if base_commit else None
     t0, rows = time.monotonic(), []
     try:
         for lab in labs:
             subs = tmp / "subs" / lab
             kinds = _samples(cfg, lab, subs, 1 if quick else 3)
-            runs = [("this commit", ROOT, 1), ("this commit", ROOT, 2)]
-            if base is not None:
-                runs.insert(1, (f"base {base_commit[:10]}", base, 1))
+            runs: list[tuple[str, Path, int]] = []
+            for _ in range(rounds):  # interleaved: a load change hits both graders alike
+                runs.append((f"this checkout ({head})", ROOT, 1))
+                if base is not None:
+                    runs.append((f"base ({rev(base)})", base, 1))
+            runs.append((f"this checkout ({head})", ROOT, 2))
             for design, checkout, slots in runs:
                 log.info("grading %s: %s, %d slot(s)", lab, design, slots)
                 res, wall = _grade(checkout, subs, lab, 1234, slots)
@@ -139,15 +143,23 @@ def main(quick: bool = False) -> None:
                     }
                 )
     finally:
-        if base is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+    grouped: dict[tuple, list[dict]] = {}
+    for r in rows:
+        grouped.setdefault((r["lab"], r["design"], r["slots"]), []).append(r)
+
+    def spread(rs: list[dict], key: str, per: bool = False) -> str:
+        xs = sorted(r[key] / max(1, r["n"]) if per else r[key] for r in rs)
+        mid = statistics.median(xs)
+        return f"{mid:.1f} s" if len(xs) == 1 else f"{mid:.1f} s ({xs[0]:.1f}-{xs[-1]:.1f})"
+
     lines = [
         "# Autograding: seconds per submission, and class throughput with 1 and 2 slots",
         "",
         f"Measured {machine()}; HEAD {head}; `python -m bench grading{' --quick' if quick else ''}`"
-        f"{f' with BENCH_GRADING_BASE={base_commit}' if base_commit else ''} "
-        f"({time.monotonic() - t0:.0f} s). Fast mode, one run. Per submission: the median wall seconds "
+        f"{f' with BENCH_GRADING_BASE (a clone at {rev(base)})' if base else ''} "
+        f"({time.monotonic() - t0:.0f} s). Fast mode; {rounds} round(s) of each 1-slot grader, interleaved "
+        "(median, min-max), then one 2-slot run. Per submission: the median wall seconds "
         "from the grader's side (mutants: over the sampled ones); overhead = the share of wall time that is "
         "not the kernel executing cells. `wall / submission` = the whole grading run (worker start and the "
         "lab's reference run included) divided by the submissions: what a class costs per student here.",
@@ -155,12 +167,12 @@ def main(quick: bool = False) -> None:
         "| lab | grader | slots | reference | untouched | mutant | overhead | wall / submission | scores |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        same = all(r["scores"] == o["scores"] for o in rows if o["lab"] == r["lab"])
+    for (lab, design, slots), rs in grouped.items():
+        same = all(r["scores"] == o["scores"] for r in rs for o in rows if o["lab"] == lab)
         lines.append(
-            f"| {r['lab']} | {r['design']} | {r['slots']} | {r['reference']:.1f} s | {r['blank']:.1f} s | "
-            f"{r['mutant']:.1f} s | {r['overhead']:.0%} | {r['wall'] / max(1, r['n']):.1f} s | "
-            f"{'same' if same else 'DIFFER'} |"
+            f"| {lab} | {design} | {slots} | {spread(rs, 'reference')} | {spread(rs, 'blank')} | "
+            f"{spread(rs, 'mutant')} | {statistics.median(r['overhead'] for r in rs):.0%} | "
+            f"{spread(rs, 'wall', per=True)} | {'same' if same else 'DIFFER'} |"
         )
     write("grading", "\n".join(lines) + "\n")
 
