@@ -23,7 +23,9 @@ What is flagged, and why each is never part of an honest answer:
   ``COURSE_GRADE_SEED``, ``grading_seed``).
 
 Module names are the cell's own imports plus every name the notebook binds by ``import`` (``torch``, ``dist``,
-``lab02``...). Assignments to ``torch.backends`` settings are allowed: they change numerics, not the grader.
+``lab02``...). Assignments to ``torch.backends`` and pandas' display options are allowed, and so are items of
+``os.environ`` or ``plt.rcParams``: they change numerics or display, not the grader (an environment variable
+the grader reads is a ``COURSE_*`` string, flagged as such).
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ FORBIDDEN_ATTRS = {
 }
 FRAME_ATTRS = {"f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame"}
 FORBIDDEN_STRINGS = ("COURSE_EVIDENCE", "COURSE_GRADE_SEED", "course_dist.evidence")
-ALLOWED_TARGETS = ("torch.backends.",)  # numerics switches (cudnn.deterministic, ...), not the grader
+# numerics and display switches (cudnn.deterministic, pandas' display width), not the grader
+ALLOWED_TARGETS = ("torch.backends.", "pd.options.", "pandas.options.")
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,8 @@ def scan_cell(grade_id: str, source: str, module_names: set[str], course_names: 
             base = t.value
             if isinstance(base, ast.Call) and _dotted(base.func) in ("vars", "globals"):
                 flag(t, f"{verb} a namespace through {_dotted(base.func)}()")
-            elif _root(t) in protected and isinstance(base, ast.Attribute):
-                flag(t, f"{verb} an item of {_dotted(base) or _root(t)!r}")
+            elif isinstance(base, ast.Attribute) and base.attr == "__dict__" and _root(t) in protected:
+                flag(t, f"{verb} an item of {_dotted(base)!r}")
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign):

@@ -38,6 +38,7 @@ FLAGGED = {
     "evidence recorder": ("from course_dist.evidence import Evidence\n", "evidence recorder"),
     "evidence dir": ("import os\np = os.environ['COURSE_EVIDENCE_DIR']\n", "mentions COURSE_EVIDENCE"),
     "namespace": ("import math\nvars(math)['pi'] = 3\n", "a namespace through vars()"),
+    "module dict": ("import math\nmath.__dict__['pi'] = 3\n", "an item of 'math.__dict__'"),
 }
 
 
@@ -54,6 +55,9 @@ def test_scan_leaves_honest_code_alone() -> None:
         "def step(model, opt):\n    model.weight = torch.nn.Parameter(torch.zeros(2))\n"
         "    opt.param_groups[0]['lr'] = 0.1\n    torch.backends.cudnn.deterministic = True\n"
         "    dist.all_reduce(model.weight.grad)\n"
+        "import os, pandas as pd, matplotlib.pyplot as plt\n"
+        "os.environ['OMP_NUM_THREADS'] = '1'\nplt.rcParams['figure.dpi'] = 100\n"
+        "pd.options.display.width = 200\n"
     )
     assert scan_cell("x_solution", src, {"torch", "dist"}, set()) == []
 
