@@ -95,6 +95,28 @@ def _prepare(dest: Path, cfg: CourseConfig, force: bool) -> None:
     dest.mkdir(parents=True, exist_ok=True)
 
 
+def _untracked_ignore(root: Path):  # noqa: ANN202 - a shutil.copytree ignore callable
+    """``shutil.copytree`` ignore: the cache patterns, and in a git checkout every file git does not track
+    (an instructor's scratch file in ``course_dist/`` or ``labs/`` is not course material to publish)."""
+    import subprocess
+
+    proc = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True)
+    tracked = None  # not a git checkout (an unpacked archive): every file is course material
+    if proc.returncode == 0:
+        tracked = {str((root / f).resolve()) for f in proc.stdout.split("\0") if f}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = set(IGNORE(folder, names))
+        if tracked is not None:
+            for n in names:
+                p = Path(folder, n).resolve()
+                if p.is_file() and str(p) not in tracked:
+                    skip.add(n)
+        return skip
+
+    return ignore
+
+
 def _audit(dest: Path) -> None:
     """Refuse a tree holding a folder of instructor material or an nbgrader region marker."""
     for path in sorted(dest.rglob("*")):
@@ -117,11 +139,12 @@ def build_student_repo(cfg: CourseConfig, dest: Path, *, force: bool = False) ->
     dest = Path(dest).resolve()
     labs = _check_sources(cfg)
     _prepare(dest, cfg, force)
+    ignore = _untracked_ignore(cfg.root)
     for lab in labs:
-        shutil.copytree(cfg.labs / lab, dest / "labs" / lab, ignore=IGNORE)
+        shutil.copytree(cfg.labs / lab, dest / "labs" / lab, ignore=ignore)
     if "homework" in labs:
-        shutil.copytree(cfg.root / "homework", dest / "labs" / "homework" / "homework", ignore=IGNORE)
-    shutil.copytree(cfg.root / "course_dist", dest / "course_dist", ignore=IGNORE)
+        shutil.copytree(cfg.root / "homework", dest / "labs" / "homework" / "homework", ignore=ignore)
+    shutil.copytree(cfg.root / "course_dist", dest / "course_dist", ignore=ignore)
     for name in PINS:
         shutil.copy2(cfg.root / name, dest / name)
     shutil.copy2(TEMPLATE / "Makefile", dest / "Makefile")

@@ -85,7 +85,7 @@ def test_no_solution_or_hidden_test_leaks(fresh: Path, lab: str) -> None:
 @pytest.mark.parametrize("lab", LABS)
 def test_release_says_generated_and_stubs_name_the_task(fresh: Path, lab: str) -> None:
     nb = nbformat.read(fresh / lab / f"{lab}.ipynb", as_version=4)
-    assert "Generated file" in nb.cells[0].source and f"solutions/{lab}/{lab}.py" in nb.cells[0].source
+    assert "Lab release" in nb.cells[0].source and f"solutions/{lab}/{lab}.py" in nb.cells[0].source
     assert nb.metadata["course"]["do_not_edit"] is True
     for cell in nb.cells:
         meta = nbgrader_meta(cell)

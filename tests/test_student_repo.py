@@ -421,3 +421,21 @@ def test_lab02_visible_tests_run_from_the_distribution(dist: Path, work: Path, m
     assert copy.metadata["language_info"] == nb.metadata["language_info"], (
         f"work copy {copy.metadata['language_info']} != kernel {nb.metadata['language_info']}"
     )
+
+
+def test_untracked_files_are_not_published(tmp_path: Path) -> None:
+    """An instructor's scratch file beside tracked course material is left out of the copy."""
+    import shutil
+    import subprocess
+
+    from autograder.student_repo import _untracked_ignore
+
+    src = tmp_path / "repo"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "kept.py").write_text("x = 1\n")
+    (src / "pkg" / "scratch.py").write_text("answer = 42\n")
+    subprocess.run(["git", "init", "-q"], cwd=src, check=True)
+    subprocess.run(["git", "add", "pkg/kept.py"], cwd=src, check=True)
+    shutil.copytree(src / "pkg", tmp_path / "out", ignore=_untracked_ignore(src))
+    copied = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert copied == ["kept.py"], f"expected only the tracked kept.py, copied {copied}"
