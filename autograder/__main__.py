@@ -334,6 +334,14 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         sys.stdout.write(f"{len(df)} rows in {args.out or cfg.build / 'grades.csv'}\n")
         return 0
+    if args.cmd in ("course", "mutants"):
+        from autograder.mutants import checked_problems
+
+        # a stale or malformed mutant stops the run before anything is graded, naming every such file
+        broken = checked_problems(cfg, args.lab or cfg.lab_ids())
+        if broken:
+            sys.stderr.write(f"{args.cmd}: fix or delete these files first:\n  " + "\n  ".join(broken) + "\n")
+            return 2
     if args.cmd == "course":
         from autograder.course import course
 

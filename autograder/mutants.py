@@ -356,6 +356,26 @@ def find_checked(cfg: CourseConfig, lab: str) -> list[Mutant]:
     return find_mutants(cfg, lab) + find_valid(cfg, lab)
 
 
+def checked_problems(cfg: CourseConfig, labs: list[str]) -> list[str]:
+    """Every mutant or valid variant of ``labs`` that does not parse or no longer applies to the reference
+    (a stale anchor after an edit of the reference), one message each naming the file: checked before
+    ``make course`` or the mutant check starts, so a broken file stops nothing half way."""
+    out = []
+    for lab in labs:
+        valid = cfg.mutants.parent / "valid" / lab
+        for kind, folder in (("mutant", cfg.mutants / lab), ("valid variant", valid)):
+            if not folder.is_dir():
+                continue
+            ref = reference_texts(cfg, lab)
+            parse = parse_mutant if kind == "mutant" else parse_valid
+            for path in sorted(folder.glob("*.py")):
+                try:
+                    parse(path, lab, ref)
+                except (ValueError, KeyError) as exc:
+                    out.append(f"{kind} {path.relative_to(cfg.root)}: {exc}")
+    return out
+
+
 def source_notebook(cfg: CourseConfig, lab: str) -> nbformat.NotebookNode:
     """The instructor notebook (reference solutions + hidden tests), as release builds it."""
     from autograder.release import build_source_notebook
