@@ -90,6 +90,14 @@ def build_samples(
     put("reference", reference_submission(cfg, lab), True)
     expect["reference"] = {"kind": "reference"}
     put("blank", release_notebook(cfg, lab), False)
+    # an untouched submission holds what a student starts from: the release and, for a package lab, the
+    # skeleton the student distribution ships (the homework's homework/), not the notebook alone
+    rp = cfg.rubric / f"{lab}.yaml"
+    for student_name in (load_rubric(rp).submit_as.values() if rp.exists() else ()):
+        skeleton = cfg.root / student_name
+        if skeleton.is_dir():
+            shutil.copytree(skeleton, root / "blank" / lab / student_name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     expect["blank"] = {"kind": "blank"}
     for m in find_mutants(cfg, lab) if mutants is None else mutants:
         student = f"mutant-{m.name}"
