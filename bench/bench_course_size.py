@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from bench import machine, write
+from bench.mdtable import md_table
 
 LABS = ("lab01", "lab02", "lab03", "lab04", "lab05", "homework")
 
@@ -88,7 +89,7 @@ def main(quick: bool = False) -> None:
         "solution regions; words are the markdown a student reads on that path; stated minutes are the "
         "headings' own estimates (not yet timed with a class); seconds are the machine's share of the "
         "student's time (the reference run top to bottom, one round; on a shared box: +-20 %).\n\n"
-        + df.to_markdown() + "\n"
+        + md_table(df) + "\n"
     )
     write("course_size", text)
 
