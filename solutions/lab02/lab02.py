@@ -16,7 +16,7 @@
 # **The brief.** *An eight-GPU job is slower than one GPU and loses progress on failure.* Lab 01 reproduced the
 # first half on real process groups: its naive data-parallel job, one blocking all-reduce per parameter tensor
 # after the whole backward, ran at world 2 at 0.29-0.32 of its world-1 throughput (three runs) on the course's 2-core
-# machine, most of each step spent transferring and waiting. This lab builds the step that removes that cost:
+# machine, transferring and waiting for gradients about half of each step. This lab builds the step that hides that cost:
 # gradients averaged in a few large buckets, each sent while backward is still computing the rest. Lab 03 then
 # shards the memory, lab 04 bounds what a failure loses, lab 05 finds the ranks that still hold the job back, and
 # the homework's trainer runs the same workload faster at world 2 than at world 1.
