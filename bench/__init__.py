@@ -76,3 +76,49 @@ def write(name: str, text: str) -> Path:
     title, _, rest = text.partition("\n")
     path.write_text(f"{title}\n\n{stamp(name)}{rest}")
     return path
+
+
+def spread(values: list[float], fmt: str = "{:.3f}") -> str:
+    """'min / median / max' of ``values`` (what every figure on a page is reported as)."""
+    import statistics
+
+    if not values:
+        raise ValueError(f"spread of no values: {values!r}")
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def verdict(ratio: float, target: float, *, at_most: bool = True) -> str:
+    """'ok' or 'MISS' for a median ratio against its target (a miss is printed as one, never hidden)."""
+    ok = ratio <= target if at_most else ratio >= target
+    return "ok" if ok else "MISS"
+
+
+def plot_curves(name: str, curves: dict[str, dict[int, list[float]]], *, ylabel: str, title: str,
+                logy: bool = False) -> Path:
+    """Write ``results/<name>.png``: one line per contender, median over rounds with a min-max band, against
+    the world size. ``curves[label][world] = [value per round]``."""
+    import statistics
+
+    import matplotlib
+
+    matplotlib.use("Agg")  # a bench runs headless
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for label, by_world in curves.items():
+        worlds = sorted(w for w, v in by_world.items() if v)
+        med = [statistics.median(by_world[w]) for w in worlds]
+        ax.plot(worlds, med, "o-", label=label)
+        ax.fill_between(worlds, [min(by_world[w]) for w in worlds], [max(by_world[w]) for w in worlds],
+                        alpha=0.2)
+    ax.set(xlabel="world size (ranks)", ylabel=ylabel, title=title)
+    ax.set_xticks(sorted({w for c in curves.values() for w in c}))
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,7 +1,8 @@
 """Run every ``bench/bench_*.py`` module's ``main()`` in turn: ``python -m bench [--quick] [name ...]``.
 
-Each bench writes ``bench/results/<name>.md``; afterwards ``BENCHMARKS.md`` is rebuilt from every results page
-(``python -m bench --collect`` rebuilds it without running anything).
+Each bench writes ``bench/results/<name>.md``; after a full run ``BENCHMARKS.md`` is rebuilt from every
+results page (``python -m bench --collect`` rebuilds it alone; a named run leaves it as it is).
+``python -m bench gpu`` runs ``bench/gpu.py`` (CUDA node only; not part of the full run).
 """
 
 from __future__ import annotations
@@ -30,12 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for name in names:
         log.info("=== bench_%s (quick=%s)", name, ns.quick)
+        # "gpu" lives outside the bench_*.py glob: a plain `python -m bench` never runs it
+        module = "bench.gpu" if name == "gpu" else f"bench.bench_{name}"
         try:
-            importlib.import_module(f"bench.bench_{name}").main(quick=ns.quick)
+            importlib.import_module(module).main(quick=ns.quick)
         except Exception:
-            log.exception("bench_%s failed", name)
+            log.exception("%s failed", module)
             failed.append(name)
-    collect()
+    if not ns.names:
+        collect()  # only a full run rebuilds BENCHMARKS.md: one re-run page must not rewrite the shared file
+    else:
+        log.info("BENCHMARKS.md not rebuilt (named run); `python -m bench --collect` does it")
     if failed:
         log.error("failed: %s", failed)
     return 1 if failed else 0
