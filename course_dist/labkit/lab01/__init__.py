@@ -3,6 +3,8 @@ takes the student's function or class.
 
 One concept per file, re-exported here so that notebooks say ``lab01.<name>``:
 - ``model``: the lab model (an MLP of column -> row blocks), its data, live-tensor and saved-tensor ledgers;
+- ``activations``: a transformer block's saved-tensor ledger, recomputation's memory/time trade, and a budget
+  that activations (not model states) break;
 - ``brief``: the brief reproduced (a naive data-parallel job slower at world 2 than 1; the SIGKILL drill);
 - ``frame``: the measured one-worker baseline;
 - ``comm``: collective timings (real, through ``course_dist.launch``, and synthetic with a known answer);
@@ -12,6 +14,12 @@ One concept per file, re-exported here so that notebooks say ``lab01.<name>``:
 - ``plots``: the lab's pictures.
 """
 
+from course_dist.labkit.lab01.activations import (
+    TransformerBlock,
+    block_ledger,
+    decision_case,
+    recompute_trade,
+)
 from course_dist.labkit.lab01.brief import (
     brief_table,
     kill_without_checkpoint,
@@ -59,13 +67,16 @@ __all__ = [
     "SCENARIOS",
     "Block",
     "LabMLP",
+    "TransformerBlock",
     "ModelConfig",
+    "block_ledger",
     "brief_table",
     "build_model",
     "check_actions",
     "compare_rank",
     "compare_schedules",
     "count_in_window",
+    "decision_case",
     "kill_drill",
     "kill_without_checkpoint",
     "lab_candidates",
@@ -83,6 +94,7 @@ __all__ = [
     "plot_alpha_beta",
     "plot_scaling_prediction",
     "random_scenario",
+    "recompute_trade",
     "refuses",
     "relative_error",
     "reproduce_brief",

@@ -79,6 +79,25 @@ def scenario(name: str) -> tuple[pd.DataFrame, dict]:
             _row("dp", dp=8, mem=20 * GB, step=0.20),
             _row("dp", dp=32, mem=20 * GB, step=0.06),
         ]
+    elif name == "on every limit":  # the fast row meets each feasibility rule with equality: it stays in
+        kw.update(global_batch=64, micro_batch=8, gpus_per_node=4, max_ranks=32)
+        rows = [
+            _row("none", mem=200 * GB, step=1.0),
+            _row("pp", pp=2, mem=79 * GB, step=0.9),
+            _row("zero", dp=8, zero=3, tp=4, mem=80 * GB, step=0.2),  # 80 GB, tp 4, 8 x 8 = 64, 32 ranks
+        ]
+    elif name == "tolerance is inclusive":  # 1.25 <= 1.0 * (1 + 0.25), exactly representable
+        kw.update(tolerance=0.25)
+        rows = [_row("dp", dp=2, mem=20 * GB, step=1.0), _row("none", mem=20 * GB, step=1.25)]
+    elif name == "tolerance is relative":  # 10.4 is within 5 % of 10.0, not within 0.05 s
+        rows = [_row("dp", dp=2, mem=20 * GB, step=10.0), _row("none", mem=20 * GB, step=10.4)]
+    elif name == "ties":  # same ranks: the smaller step_s; same step_s too: the earlier row
+        rows = [
+            _row("none", mem=20 * GB, step=2.0),
+            _row("dp", dp=4, mem=20 * GB, step=0.50),
+            _row("tp", tp=4, mem=20 * GB, step=0.48),
+            _row("pp", pp=4, mem=20 * GB, step=0.48),
+        ]
     elif name == "nothing fits":
         kw.update(mem_budget=10 * GB)
         rows = [_row("none", mem=120 * GB, step=1.0), _row("zero", dp=8, zero=3, mem=15 * GB, step=0.3)]
@@ -94,6 +113,10 @@ SCENARIOS = (
     "tp only inside a node",
     "memory forces zero",
     "over the rank budget",
+    "on every limit",
+    "tolerance is inclusive",
+    "tolerance is relative",
+    "ties",
     "nothing fits",
 )
 

@@ -81,7 +81,12 @@ def tp_rank(
         "row.bias": row.bias.grad,
     }
     grads = {name: (float("inf") if got[name] is None else _max_diff(got[name], ref[name])) for name in ref}
+    # an optimizer step on the TP parameters must leave the dense layers they were built from untouched
+    # (the shards are copies): a shard that is a view of the dense weight moves it, seen only after a step
+    torch.optim.SGD([*col.parameters(), *row.parameters()], lr=0.5).step()
+    moved = max(_max_diff(p, q) for p, q in zip(block.parameters(), dense.parameters(), strict=True))
     return {
+        "dense_moved": moved,
         "rank": r,
         "output": _max_diff(y, y_ref),
         "input_grad": float("inf") if xt.grad is None else _max_diff(xt.grad, gx_ref),
