@@ -24,8 +24,9 @@
 # and measured. Core path (about 90 minutes, 85 points): capture state (1), publish it atomically and durably (2),
 # resume at a different world size without losing or repeating a sample (3), survive a SIGKILLed rank under a
 # supervisor (4), and write the solution card from your own measurements (5). Optional stretch exercises (15
-# points): a two-phase commit across ranks (A) and how often to checkpoint as the job grows (B). Sharded
-# checkpoints with `torch.distributed.checkpoint` are lab 03's subject.
+# points): a two-phase commit across ranks (A), how often to checkpoint as the job grows (B), and the same
+# publication rules for a sharded FSDP2 state saved with `torch.distributed.checkpoint`'s `async_save`,
+# resumed at another world size (C; lab 03 introduces DCP).
 #
 # Everything runs in real processes: `course_dist.launch(fn, world_size=2)` starts a real gloo process group (NCCL
 # on a GPU node, same code: tensors live on `course_dist.device()`, loads use `map_location`), `course_dist.step(i)`
@@ -780,7 +781,7 @@ ev.rule("card", {"card": asdict(card), "raw": {k: float(v) for k, v in meas.item
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# ## Stretch A — Distributed save: a two-phase commit (8 points, ~15 min, optional)
+# ## Stretch A — Distributed save: a two-phase commit (4 points, ~15 min, optional)
 #
 # With many ranks, each writes **its own** part - its RNG states, its data position, its optimizer shard when
 # sharded - and nobody may publish until **everyone** has written. That is a two-phase commit. Write
@@ -851,7 +852,7 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "distributed_tests", "locked": true, "points": 8, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "distributed_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 dist_drill = lab04.distributed_drill(save_distributed, kill_points=((1, 2), (0, 2)))
 display(dist_drill)
 bad = dist_drill[dist_drill["problems"] != ""]
@@ -1010,6 +1011,113 @@ plt.show()
 # the total grows by between sqrt(10) and 10, closer to 10 here). 1 point each: scaling with reason, dominant
 # term, the 10x answer with the two different factors.
 # === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Stretch C — Sharded checkpoints: DCP's async save, complete or invisible (4 points, ~15 min, optional)
+#
+# A sharded job saves sharded (lab 03): with FSDP2 each rank holds a shard of every parameter and of AdamW's
+# moments, and `torch.distributed.checkpoint` (DCP) writes one `__<rank>_0.distcp` per rank plus a `.metadata`
+# (global shapes, where each piece lives) that the coordinator (rank 0) writes last, through a temporary name,
+# after every rank's write. `dcp.async_save(state, storage_writer=dcp.FileSystemWriter(staging),
+# process_group=group)` returns a future as soon as the state is copied to CPU memory; a background thread
+# writes the files while training goes on (its collectives run on their own gloo `group`, never beside the
+# training's on the default one). DCP fsyncs every file, but it writes **into the directory you name, in
+# place**: mid-save that directory is a torn checkpoint, and a SIGKILL leaves it torn. Exercise 2's rules apply
+# on top: save into a staging directory `root/.tmp-step-XXXXXXXX`, publish it with one rename.
+#
+# Write `publish_dcp(future, staging, final)`, called on every rank right after its `async_save` into
+# `staging`:
+# 1. wait for this rank's write: `future.result()` (it raises if the save failed: then nothing is published);
+# 2. rank 0 alone: fsync `staging` (the names of the files DCP wrote in it), `os.replace(staging, final)`, fsync
+#    `final.parent` (the root), e.g. with your `fsync_dir` from exercise 2;
+# 3. a barrier: no rank returns before the checkpoint is visible; return `final`.
+#
+# Write `latest_complete(root)`: the newest published `step-XXXXXXXX` directory that holds `.metadata`, as a
+# `Path`; a staging directory (`.tmp-step-*`) or a step directory without `.metadata` is never returned, even
+# when newer; `None` when there is none or `root` does not exist.
+#
+# The drill (`lab04.dcp_drill`): world 2 saves after steps 2, 4 and 6 (each rank's write held back 0.3 s, rank
+# 0's rename 0.5 s, so that not waiting is caught; rank 0's fsyncs and renames recorded); a second run whose
+# rank 1 is SIGKILLed as its write of step 6 starts; then a fresh model (another seed) at **world 1 and at world
+# 3** loads `latest_complete(root)` (DCP reshards at load), trains to step 6 and must match the uninterrupted
+# world-2 run within 1e-5 (the shards' gradients are summed in another order). A directory layout checks
+# `latest_complete` alone.
+#
+# Stuck? `hint("lab04.dcp")`
+
+# %% nbgrader={"grade": false, "grade_id": "dcp_solution", "locked": false, "schema_version": 3, "solution": true}
+def publish_dcp(future: Any, staging: Path, final: Path) -> Path:
+    """Called on every rank after ``dcp.async_save`` into ``staging`` returned ``future``: publish the
+    checkpoint as ``final`` once it is written. Returns ``final`` on every rank, once it is visible."""
+    ### BEGIN SOLUTION
+    future.result()  # this rank's files are written; rank 0's future also covers .metadata (written last)
+    if dist.get_rank() == 0:
+        fsync_dir(staging)  # DCP fsyncs the files, not the directory that names them
+        os.replace(staging, final)  # the commit: complete or invisible
+        fsync_dir(final.parent)
+    dist.barrier()  # nobody returns (and trusts the checkpoint) before the rename
+    return final
+    ### END SOLUTION
+
+
+def latest_complete(root: str | os.PathLike) -> Path | None:
+    """The newest published ``step-*`` directory of ``root`` holding ``.metadata``; None if there is none."""
+    ### BEGIN SOLUTION
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    done = [d for d in root.glob("step-*") if d.is_dir() and (d / ".metadata").is_file()]
+    return max(done, key=lambda d: int(d.name.split("-")[1]), default=None)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "dcp_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+DCP_LAYOUT = {"step-00000001": True, "step-00000003": True, "step-00000005": False, ".tmp-step-00000007": True}
+layout_root = lab04.layout(WORK / "dcp-layout", DCP_LAYOUT)
+got = latest_complete(layout_root)
+assert got is not None and Path(got).name == "step-00000003", (
+    f"latest_complete of {DCP_LAYOUT} (name -> holds .metadata): got {got}, expected step-00000003 (a step "
+    "directory without .metadata is torn, a .tmp-step staging directory is not published)")
+got = latest_complete(lab04.layout(WORK / "dcp-empty", {}))
+assert got is None, f"latest_complete of an empty root: got {got}, expected None"
+got = latest_complete(WORK / "no-such-root")
+assert got is None, f"latest_complete of a missing root: got {got}, expected None"
+dcp_run = lab04.dcp_drill(publish_dcp, latest_complete)
+display(dcp_run)
+bad = dcp_run[dcp_run["problems"] != ""]
+assert bad.empty, f"DCP publication:\n{bad[['case', 'problems']].to_string()}"
+print("stretch C: published after the write, atomically; the interrupted save invisible; resumed at world 1 and 3")
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("dcp_tests")
+rng = random.Random(grading_seed())
+ev.equal("drill problems", [p for p in dcp_run["problems"] if p])
+ev.equal("drill latest", list(dcp_run["latest"]))
+ev.close("resumed parameters vs uninterrupted", [float(x) for x in dcp_run["max_abs_diff"]], atol=1e-5)
+for i in range(3):  # every class at every seed: complete steps, a newer torn step, a newer staging dir
+    steps = sorted(rng.sample(range(1, 90), 4))
+    entries = {f"step-{s:08d}": True for s in steps[:2]} | {f"step-{steps[2]:08d}": False,
+                                                             f".tmp-step-{steps[3]:08d}": True}
+    got = latest_complete(lab04.layout(WORK / f"dcp-hidden-{i}", entries))
+    ev.equal(f"layout {sorted(entries.items())}", Path(got).name if got is not None else None)
+ev.equal("empty and missing root", [latest_complete(lab04.layout(WORK / "dcp-e", {})),
+                                    latest_complete(WORK / "missing-dcp")])
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What the asynchronous save buys: the same sharded model (wider, full mode), world 2, rounds interleaved. Per
+# round: the median plain step, a blocking `dcp.save` (the loop waits for all of it), and an `async_save` (the
+# loop waits for the CPU copy; steps taken while the background write runs are timed, and their excess over the
+# plain step is counted in its stall). These are this machine's CPUs and disk over gloo: on a GPU node the copy
+# is device-to-host, and the write competes for other resources.
+
+# %%
+stall = lab04.dcpstall.measure_stall(width=pick(full=1024, fast=256), depth=pick(full=3, fast=2),
+                                     rounds=pick(full=5, fast=3), steps=pick(full=5, fast=3))
+display(stall)
+display(stall[["step_s", "sync_blocked_s", "async_blocked_s", "async_stall_s", "async_write_s"]].median()
+        .to_frame("median (s)"))
 
 # %% [markdown]
 # ## Summary

@@ -12,7 +12,9 @@ One concept per module: ``trainer`` (model, data, RNGs), ``resume`` (next-step e
 ``simple`` (the simple checkpointer and the stall measurement), ``ckptfmt`` (on-disk format and its oracle),
 ``recorder`` (watch and kill a writer), ``powerloss`` (what a power cut leaves), ``drills`` (kill drill,
 protocol rules), ``damage`` (corruption and retention drills), ``distributed`` (stretch A),
-``elastic`` (exercise 3), ``recovery`` (exercise 4), ``sim`` (stretch B's failure simulator).
+``elastic`` (exercise 3), ``recovery`` (exercise 4), ``sim`` (stretch B's failure simulator), ``sharded``
+(stretch C: an FSDP2 state saved with DCP's async_save, published and resumed at another world size) and
+``dcpstall`` (the stall of async_save vs a blocking dcp.save, the resharded load time).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from . import (
     ckptfmt,
     damage,
+    dcpstall,
     distributed,
     drills,
     elastic,
@@ -27,6 +30,7 @@ from . import (
     recorder,
     recovery,
     resume,
+    sharded,
     sim,
     simple,
 )
@@ -46,6 +50,7 @@ from .recovery import (
     uninterrupted_world,
 )
 from .resume import ResumeReport, TwiceReport, check_restore_twice, check_resume, fingerprint
+from .sharded import dcp_drill, layout
 from .simple import dir_bytes, measure_save, simple_load, simple_save, to_cpu
 from .trainer import (
     MLP,
@@ -65,13 +70,14 @@ from .trainer import (
 )
 
 __all__ = [
-    "MANIFEST", "MLP", "BatchFn", "Config", "ELASTIC_TOL", "HIDDEN_COMBOS", "Loaded", "RecoveryReport",
+    "BatchFn", "Config", "ELASTIC_TOL", "HIDDEN_COMBOS", "Loaded", "MANIFEST", "MLP", "RecoveryReport",
     "ResumeReport", "Run", "Trainer", "TwiceReport", "VISIBLE_COMBOS", "check_restore_twice", "check_resume",
-    "ckptfmt", "corruption_drill", "damage", "demo_parts", "dir_bytes", "distributed", "distributed_drill",
-    "drill_variants", "drills", "dump_job", "elastic", "elastic_drill", "epoch_order", "fingerprint",
-    "fixed_batches", "keep_drill", "kill_drill", "make_data", "measure_save", "params_vector", "power_loss",
-    "powerloss", "protocol_problems", "random_combos", "read_progress", "recorder", "recovery",
-    "recovery_from_log", "resume", "roundtrip", "run_in_child", "run_pickled", "same", "scramble_rngs",
-    "seed_rank_rngs", "sim", "simple", "simple_load", "simple_save", "step_dir_name", "stream_drill",
-    "to_cpu", "train", "uninterrupted", "uninterrupted_world", "verify_dir",
+    "ckptfmt", "corruption_drill", "damage", "dcp_drill", "dcpstall", "demo_parts", "dir_bytes",
+    "distributed", "distributed_drill", "drill_variants", "drills", "dump_job", "elastic", "elastic_drill",
+    "epoch_order", "fingerprint", "fixed_batches", "keep_drill", "kill_drill", "layout", "make_data",
+    "measure_save", "params_vector", "power_loss", "powerloss", "protocol_problems", "random_combos",
+    "read_progress", "recorder", "recovery", "recovery_from_log", "resume", "roundtrip", "run_in_child",
+    "run_pickled", "same", "scramble_rngs", "seed_rank_rngs", "sharded", "sim", "simple", "simple_load",
+    "simple_save", "step_dir_name", "stream_drill", "to_cpu", "train", "uninterrupted", "uninterrupted_world",
+    "verify_dir",
 ]
