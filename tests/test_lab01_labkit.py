@@ -141,6 +141,25 @@ def test_tp_harness_reference_matches_dense_and_torch(no_surviving_children):
         assert max(out["grads"].values()) < 1e-5 and max(out["vs_torch"].values()) < 1e-5, out
         assert lab01.count_in_window(res.trace, r, out["window"]) == 2
         assert "7" in out["refusals"]["column"] and "5" in out["refusals"]["row"]
+        assert out["dense_moved"] == 0.0, out
+
+
+class _ViewCol(_Col):
+    """Correct forward and gradients, but the shard is a view of the dense weight (no clone)."""
+
+    def __init__(self, dense: nn.Linear) -> None:
+        super().__init__(dense)
+        k, r = dense.out_features // dist.get_world_size(), dist.get_rank()
+        self.weight = nn.Parameter(dense.weight.detach()[r * k : (r + 1) * k])
+
+
+def test_tp_harness_sees_a_view_shard_only_after_a_step(no_surviving_children):
+    """Issue 27 (effects after a step): a shard that views the dense weight equals the reference in output and
+    every gradient; only the SGD step the harness takes moves the dense layer."""
+    res = launch(lab01.compare_rank, world_size=2, args=(_ViewCol, _Row, 8, 16), timeout=60)
+    for out in res:
+        assert out["output"] < 1e-5 and max(out["grads"].values()) < 1e-5, out
+        assert out["dense_moved"] > 0, out
 
 
 # ---- pipeline ------------------------------------------------------------------------------------
@@ -177,7 +196,8 @@ def test_scenarios_well_formed():
         table, kw = lab01.scenario(name)
         assert list(table.columns) == ["strategy", "dp", "zero", "tp", "pp", "ranks", "mem_bytes", "step_s"]
         assert (table["ranks"] == table["dp"] * table["tp"] * table["pp"]).all()
-        assert set(kw) == {"mem_budget", "global_batch", "micro_batch", "gpus_per_node", "max_ranks"}
+        assert set(kw) - {"tolerance"} == {"mem_budget", "global_batch", "micro_batch", "gpus_per_node",
+                                           "max_ranks"}, kw
     with pytest.raises(ValueError, match="'nope'"):
         lab01.scenario("nope")
     t1, _ = lab01.random_scenario(random.Random(3))
@@ -364,3 +384,74 @@ def test_kill_without_checkpoint_loses_every_step_done():
     assert out["reported rank"] == 1 and "SIGKILL" in out["outcome"], out
     assert out["resume from step"] == 0, f"no checkpoint was written, so a restart begins at 0: {out}"
     assert out["steps completed"] == 3 and out["steps lost"] == 3, f"killed at step 3: {out}"
+
+
+# ---- the new named scenarios pin one rule each (issue 27) -----------------------------------------
+@pytest.mark.parametrize(("name", "want"), [("on every limit", ("zero", 32)),
+                                            ("tolerance is inclusive", ("none", 1)),
+                                            ("tolerance is relative", ("none", 1)), ("ties", ("tp", 4))])
+def test_rule_scenarios_have_the_answer_the_rules_give(name, want):
+    table, kw = lab01.scenario(name)
+    assert judge._decide(table.to_dict("list"), kw) == want
+
+
+def test_rule_scenarios_change_answer_under_each_wrong_rule():
+    """Each scenario's answer moves when its one rule is broken: a strict limit, an absolute tolerance, a tie
+    broken by row order."""
+    table, kw = lab01.scenario("on every limit")
+    for col, limit in (("mem_bytes", "mem_budget"), ("tp", "gpus_per_node"), ("ranks", "max_ranks")):
+        strict = dict(kw, **{limit: kw[limit] - (1 if col != "mem_bytes" else 1.0)})
+        assert judge._decide(table.to_dict("list"), strict) == ("pp", 2), (col, strict)
+    table, kw = lab01.scenario("tolerance is relative")
+    fastest, slowest = float(table["step_s"].min()), float(table["step_s"].max())
+    assert fastest + 0.05 < slowest <= 1.05 * fastest, table
+    table, _ = lab01.scenario("ties")
+    four = table[table["ranks"] == 4]
+    best = four["step_s"].min()
+    assert four["step_s"].iloc[0] > best and (four["step_s"] == best).sum() == 2, four
+
+
+# ---- activations of a transformer block ------------------------------------------------------------
+@pytest.mark.parametrize(("s", "b", "h", "a", "p"),
+                         [(64, 2, 64, 4, 0.1), (48, 3, 96, 3, 0.1), (64, 2, 64, 4, 0.0)])
+def test_block_ledger_is_the_activation_model_at_fp32_cpu(s, b, h, a, p):
+    """fp32 values, CPU dropout's float32 masks: s*b*h*(16*4 + 2*4) + a*s*s*b*(2*4 + 4) with dropout,
+    s*b*h*16*4 + a*s*s*b*4 without; the ledger also holds 2 fp32 statistics per token per LayerNorm."""
+    led = lab01.block_ledger(s, b, h, a, dropout=p)
+    want = s * b * h * 72 + 12 * a * s * s * b if p else s * b * h * 64 + 4 * a * s * s * b
+    assert led["model_bytes"] == want, (led, want)
+    assert led["saved_bytes"] - led["model_bytes"] == 16 * s * b
+
+
+def test_block_ledger_refuses_bad_shapes():
+    with pytest.raises(ValueError, match="0"):
+        lab01.block_ledger(0, 1, 8, 2)
+    with pytest.raises(ValueError, match="10"):
+        lab01.TransformerBlock(10, 4)
+
+
+def test_recompute_holds_only_each_block_input():
+    r = lab01.recompute_trade(32, 2, 16, 2, layers=3, rounds=1)
+    assert r["held_bytes_recompute"] == 3 * 32 * 2 * 16 * 4, r  # one fp32 input per block
+    assert r["held_bytes"] == 3 * (32 * 2 * 16 * 64 + 4 * 2 * 32 * 32 * 2 + 16 * 32 * 2), r
+    assert len(r["step_s"]) == len(r["step_s_recompute"]) == 1
+    with pytest.raises(ValueError, match="rounds=0"):
+        lab01.recompute_trade(8, 1, 8, 2, rounds=0)
+
+
+def test_decision_case_activations_not_states_break_the_budget():
+    def formula(s, b, h, a):  # noqa: ANN001, ANN202 - the reference's 16-bit model
+        return s * b * h * 34 + 5 * a * s * s * b
+
+    def memory(n, *, world=1, zero=0, tp=1, act_bytes=0.0, **_):  # noqa: ANN001, ANN003, ANN202
+        dp = world // tp
+        shard = [dp if zero >= k else 1 for k in (3, 2, 1)]
+        states = n / tp * (2 / shard[0] + 2 / shard[1] + 12 / shard[2])
+        return {"params": 0.0, "grads": 0.0, "optimizer": states, "activations": act_bytes / tp,
+                "total": states + act_bytes / tp}
+
+    rows = {r["configuration"]: r for r in lab01.decision_case(formula, memory)}
+    zero3 = rows["ZeRO-3, no recomputation"]
+    assert zero3["model states (GB)"] < 80 < zero3["activations (GB)"] and not zero3["fits 80 GB"], zero3
+    assert rows["ZeRO-3 + full recomputation"]["fits 80 GB"]
+    assert rows["TP 8 + sequence parallel, no recomputation"]["fits 80 GB"]
