@@ -34,15 +34,17 @@ broadcasts the choice). Multi-node runs need ``root`` on a filesystem every rank
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
 import logging
 import os
 import re
 import shutil
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -88,17 +90,92 @@ def rank_file(rank: int) -> str:
     return f"rank-{rank:05d}.pt"
 
 
-def _write_durable(path: Path, obj: Any) -> dict[str, Any]:
-    """``torch.save`` to memory, hash, write, fsync: the report of one file (its digest without
-    re-reading)."""
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    data = buf.getbuffer()
+#: bytes written between two background writebacks (see _HashingWriter)
+WRITE_BEHIND = 8 << 20
+
+
+class _HashingWriter:
+    """The file object ``torch.save`` writes through: every chunk goes into sha256 and then to the file, so
+    the state is serialised once, never copied into memory (torch hands over views of the tensors' own
+    storage) and never read back to be hashed.
+
+    Write-behind: every ``WRITE_BEHIND`` bytes a helper thread ``fdatasync``s what is written so far, so the
+    disk works while this thread serialises and hashes the next chunks; the final ``fsync`` then flushes only
+    the tail. (A plain ``torch.save`` + ``fsync`` does all its CPU work first, then waits for the whole file:
+    the page cache holds hundreds of MB before writeback starts.)"""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f, self._h, self.bytes = f, hashlib.sha256(), 0
+        self._synced_at, self._behind = 0, None  # bytes covered by the last writeback; its thread
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._h.update(data)  # releases the GIL on large chunks, as the write does
+        self.bytes += len(data)
+        n = self._f.write(data)
+        if self.bytes - self._synced_at >= WRITE_BEHIND and not (self._behind and self._behind.is_alive()):
+            self._f.flush()  # into the page cache, where the helper's fdatasync finds it
+            self._synced_at = self.bytes
+            self._behind = threading.Thread(target=os.fdatasync, args=(self._f.fileno(),), daemon=True)
+            self._behind.start()
+        return n
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def join(self) -> None:
+        """Wait for the writeback in flight (before the file is closed: its descriptor must stay valid)."""
+        if self._behind is not None:
+            self._behind.join()
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def _write_durable(path: Path, obj: Any, sync: bool = True) -> dict[str, Any]:
+    """``torch.save`` straight into the file, hashed while it is written, then fsync: the report of one file
+    (its digest without re-reading it). ``sync=False`` leaves the fsync to the caller (``_fsync_all``), who
+    must do it before the rename that publishes the file.
+
+    torch's per-record crc32 is switched off for this write: the manifest's sha256 covers every byte of the
+    file and is checked before any load, and computing both would cost a second pass over the state (the
+    crc32 costs as much as the sha256 here)."""
     with open(path, "wb") as f:
-        f.write(data)
+        w = _HashingWriter(f)
+        try:
+            with _no_crc32():
+                torch.save(obj, w)
+        finally:
+            w.join()
         f.flush()
-        os.fsync(f.fileno())  # on disk before the manifest can point at it
-    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        if sync:
+            os.fsync(f.fileno())  # on disk before the manifest can point at it
+    return {"sha256": w.hexdigest(), "bytes": w.bytes}
+
+
+def _fsync_all(paths: list[Path]) -> None:
+    """fsync several files at once, one thread each: the file system then commits them in one journal
+    transaction instead of one after another (3 files of a 13 MB checkpoint: 14 -> 10 ms on this ext4)."""
+    if len(paths) == 1:
+        _fsync_file(paths[0])
+        return
+    with ThreadPoolExecutor(len(paths)) as pool:
+        list(pool.map(_fsync_file, paths))  # list(): re-raises a failed fsync here
+
+
+_CRC_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_crc32() -> Iterator[None]:
+    """torch's crc32 option is process-wide: switch it off for one save and put the old value back (a lock:
+    a background save and a foreground one must not restore each other's value)."""
+    with _CRC_LOCK:
+        old = torch.serialization.get_crc32_options()
+        torch.serialization.set_crc32_options(False)
+        try:
+            yield
+        finally:
+            torch.serialization.set_crc32_options(old)
 
 
 def _retire(path: Path) -> None:

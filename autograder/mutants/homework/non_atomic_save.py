@@ -21,22 +21,19 @@
 -            shutil.rmtree(tmp)
 -        tmp.mkdir()
 -    gather(None)  # the staging folder exists before anyone writes into it
--    # phase 1 (prepare): my files, durable, and their digests
--    report = {rank_file(rank): _write_durable(tmp / rank_file(rank), local)}
+-    # phase 1 (prepare): my files and their digests, durable before I report them - except rank 0's, which
+-    # it fsyncs in one batch with the manifest before the rename that publishes them (_commit)
+-    mine = {rank_file(rank): local, **({"shared.pt": shared} if rank == 0 else {})}
+-    report = {name: _write_durable(tmp / name, obj, sync=rank != 0) for name, obj in mine.items()}
+-    reports = gather({"rank": rank, "files": report})
+-    # phase 2 (commit): rank 0 publishes only a checkpoint that holds every rank's file
+-    outcome = None
 +        final.mkdir(parents=True, exist_ok=True)
 +        (root / "latest").write_text(final.name)
 +    sync()
      if rank == 0:
--        report["shared.pt"] = _write_durable(tmp / "shared.pt", shared)
--    reports = gather({"rank": rank, "files": report})
--    # phase 2 (commit): rank 0 publishes only a checkpoint that holds every rank's file
--    outcome = None
-+        torch.save(shared, final / "shared.pt")
-+    torch.save(local, final / f"rank-{rank:05d}.pt")
-+    sync()
-     if rank == 0:
 -        try:
--            _commit(root, tmp, final, step, world_size, reports, keep_last)
+-            _commit(root, tmp, final, step, world_size, reports, keep_last, unsynced=list(mine))
 -        except Exception as e:  # every rank must learn it: nobody may go on believing step N is saved
 -            outcome = f"{type(e).__name__}: {e}"
 -    outcomes = gather(outcome)
@@ -44,6 +41,10 @@
 -        raise RuntimeError(
 -            f"checkpoint of step {step} was not published: rank 0 failed to commit: {outcomes[0]}"
 -        )
++        torch.save(shared, final / "shared.pt")
++    torch.save(local, final / f"rank-{rank:05d}.pt")
++    sync()
++    if rank == 0:
 +        files = sorted(p.name for p in final.iterdir() if p.name != MANIFEST)
 +        manifest = {
 +            "step": step,

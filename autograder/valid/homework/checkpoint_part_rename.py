@@ -8,19 +8,15 @@
 #      write in _commit changed.
 @@
 -    with open(path, "wb") as f:
-+    _write_part_then_rename(path, data)
-+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-+
-+
-+def _write_part_then_rename(path: Path, data: bytes | memoryview) -> None:
-+    """Write ``<path>.part``, flush and fsync it, then rename it to ``path`` (the staging folder's fsync,
-+    before publication, makes the new name durable)."""
 +    part = path.with_name(path.name + ".part")
 +    with open(part, "wb") as f:
 @@
--    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-+    os.replace(part, path)
+-        if sync:
+-            os.fsync(f.fileno())  # on disk before the manifest can point at it
++        os.fsync(f.fileno())  # the bytes on disk before the name changes
++    os.replace(part, path)  # inside the staging folder, fsynced before it is published
 @@
--    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
--    _fsync_file(tmp / MANIFEST)
-+    _write_part_then_rename(tmp / MANIFEST, json.dumps(manifest, indent=1).encode())
+-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))  # written last: the commit record
++    (tmp / (MANIFEST + ".part")).write_text(json.dumps(manifest, indent=1))
++    _fsync_file(tmp / (MANIFEST + ".part"))
++    os.replace(tmp / (MANIFEST + ".part"), tmp / MANIFEST)

@@ -32,17 +32,19 @@ broadcasts the choice). Multi-node runs need ``root`` on a filesystem every rank
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
 import json
 import logging
 import os
 import re
 import shutil
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -88,17 +90,92 @@ def rank_file(rank: int) -> str:
     return f"rank-{rank:05d}.pt"
 
 
-def _write_durable(path: Path, obj: Any) -> dict[str, Any]:
-    """``torch.save`` to memory, hash, write, fsync: the report of one file (its digest without
-    re-reading)."""
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    data = buf.getbuffer()
+#: bytes written between two background writebacks (see _HashingWriter)
+WRITE_BEHIND = 8 << 20
+
+
+class _HashingWriter:
+    """The file object ``torch.save`` writes through: every chunk goes into sha256 and then to the file, so
+    the state is serialised once, never copied into memory (torch hands over views of the tensors' own
+    storage) and never read back to be hashed.
+
+    Write-behind: every ``WRITE_BEHIND`` bytes a helper thread ``fdatasync``s what is written so far, so the
+    disk works while this thread serialises and hashes the next chunks; the final ``fsync`` then flushes only
+    the tail. (A plain ``torch.save`` + ``fsync`` does all its CPU work first, then waits for the whole file:
+    the page cache holds hundreds of MB before writeback starts.)"""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f, self._h, self.bytes = f, hashlib.sha256(), 0
+        self._synced_at, self._behind = 0, None  # bytes covered by the last writeback; its thread
+
+    def write(self, data: bytes | memoryview) -> int:
+        self._h.update(data)  # releases the GIL on large chunks, as the write does
+        self.bytes += len(data)
+        n = self._f.write(data)
+        if self.bytes - self._synced_at >= WRITE_BEHIND and not (self._behind and self._behind.is_alive()):
+            self._f.flush()  # into the page cache, where the helper's fdatasync finds it
+            self._synced_at = self.bytes
+            self._behind = threading.Thread(target=os.fdatasync, args=(self._f.fileno(),), daemon=True)
+            self._behind.start()
+        return n
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def join(self) -> None:
+        """Wait for the writeback in flight (before the file is closed: its descriptor must stay valid)."""
+        if self._behind is not None:
+            self._behind.join()
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def _write_durable(path: Path, obj: Any, sync: bool = True) -> dict[str, Any]:
+    """``torch.save`` straight into the file, hashed while it is written, then fsync: the report of one file
+    (its digest without re-reading it). ``sync=False`` leaves the fsync to the caller (``_fsync_all``), who
+    must do it before the rename that publishes the file.
+
+    torch's per-record crc32 is switched off for this write: the manifest's sha256 covers every byte of the
+    file and is checked before any load, and computing both would cost a second pass over the state (the
+    crc32 costs as much as the sha256 here)."""
     with open(path, "wb") as f:
-        f.write(data)
+        w = _HashingWriter(f)
+        try:
+            with _no_crc32():
+                torch.save(obj, w)
+        finally:
+            w.join()
         f.flush()
-        os.fsync(f.fileno())  # on disk before the manifest can point at it
-    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        if sync:
+            os.fsync(f.fileno())  # on disk before the manifest can point at it
+    return {"sha256": w.hexdigest(), "bytes": w.bytes}
+
+
+def _fsync_all(paths: list[Path]) -> None:
+    """fsync several files at once, one thread each: the file system then commits them in one journal
+    transaction instead of one after another (3 files of a 13 MB checkpoint: 14 -> 10 ms on this ext4)."""
+    if len(paths) == 1:
+        _fsync_file(paths[0])
+        return
+    with ThreadPoolExecutor(len(paths)) as pool:
+        list(pool.map(_fsync_file, paths))  # list(): re-raises a failed fsync here
+
+
+_CRC_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_crc32() -> Iterator[None]:
+    """torch's crc32 option is process-wide: switch it off for one save and put the old value back (a lock:
+    a background save and a foreground one must not restore each other's value)."""
+    with _CRC_LOCK:
+        old = torch.serialization.get_crc32_options()
+        torch.serialization.set_crc32_options(False)
+        try:
+            yield
+        finally:
+            torch.serialization.set_crc32_options(old)
 
 
 def _retire(path: Path) -> None:
@@ -142,16 +219,16 @@ def save_checkpoint(
             shutil.rmtree(tmp)
         tmp.mkdir()
     gather(None)  # the staging folder exists before anyone writes into it
-    # phase 1 (prepare): my files, durable, and their digests
-    report = {rank_file(rank): _write_durable(tmp / rank_file(rank), local)}
-    if rank == 0:
-        report["shared.pt"] = _write_durable(tmp / "shared.pt", shared)
+    # phase 1 (prepare): my files and their digests, durable before I report them - except rank 0's, which
+    # it fsyncs in one batch with the manifest before the rename that publishes them (_commit)
+    mine = {rank_file(rank): local, **({"shared.pt": shared} if rank == 0 else {})}
+    report = {name: _write_durable(tmp / name, obj, sync=rank != 0) for name, obj in mine.items()}
     reports = gather({"rank": rank, "files": report})
     # phase 2 (commit): rank 0 publishes only a checkpoint that holds every rank's file
     outcome = None
     if rank == 0:
         try:
-            _commit(root, tmp, final, step, world_size, reports, keep_last)
+            _commit(root, tmp, final, step, world_size, reports, keep_last, unsynced=list(mine))
         except Exception as e:  # every rank must learn it: nobody may go on believing step N is saved
             outcome = f"{type(e).__name__}: {e}"
     outcomes = gather(outcome)
@@ -163,7 +240,14 @@ def save_checkpoint(
 
 
 def _commit(
-    root: Path, tmp: Path, final: Path, step: int, world_size: int, reports: list[Any], keep_last: int
+    root: Path,
+    tmp: Path,
+    final: Path,
+    step: int,
+    world_size: int,
+    reports: list[Any],
+    keep_last: int,
+    unsynced: tuple[str, ...] | list[str] = (),
 ) -> None:
     files: dict[str, Any] = {}
     for r, rep in enumerate(reports):
@@ -175,18 +259,17 @@ def _commit(
     if len(reports) != world_size or missing:
         raise RuntimeError(f"{len(reports)} reports for world {world_size}; missing files {missing}")
     manifest = {"step": step, "world_size": world_size, "created": time.time(), "files": files}
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    _fsync_file(tmp / MANIFEST)
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))  # written last: the commit record
+    pointer = root / ".latest.tmp"  # outside the staging folder; moved to `latest` only after publication
+    pointer.write_text(final.name)
+    # one batch of fsyncs: rank 0's files, the manifest and the pointer, all before the publishing rename
+    _fsync_all([*(tmp / n for n in unsynced), tmp / MANIFEST, pointer])
     _fsync_dir(tmp)
     if final.exists():  # same step saved again (e.g. SIGTERM right after a periodic save, or a redo)
         _retire(final)
     os.replace(tmp, final)  # atomic: readers see no folder or the whole one
-    _fsync_dir(root)
-    pointer = root / ".latest.tmp"
-    pointer.write_text(final.name)
-    _fsync_file(pointer)
-    os.replace(pointer, root / "latest")
-    _fsync_dir(root)
+    os.replace(pointer, root / "latest")  # after the checkpoint it names is published
+    _fsync_dir(root)  # both renames durable (a lost `latest` only costs the scan: it is a hint)
     prune(root, keep_last, newest=step)
     log.info("checkpoint %s published (%d files, world %d)", final, len(files), world_size)
 
