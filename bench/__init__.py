@@ -36,6 +36,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     ),
     "collectives": ("bench/bench_collectives.py", "course_dist/launch.py", "course_dist/_worker.py"),
     "ddp": ("bench/bench_ddp.py", "solutions/lab02/lab02.py", "course_dist/labkit/lab02"),
+    "gpu": ("bench/gpu.py", "course_dist", "solutions", "tests/test_course_dist_nccl.py"),
     "grading": ("bench/bench_grading.py", "autograder", "course_dist/evidence.py"),
     "grading_sandbox": ("bench/bench_grading_sandbox.py", "autograder/sandbox.py", "autograder/execute.py"),
     "homework": ("bench/bench_homework.py", "solutions/homework/fttrainer"),

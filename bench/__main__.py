@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
         # "gpu" lives outside the bench_*.py glob: a plain `python -m bench` never runs it
         module = "bench.gpu" if name == "gpu" else f"bench.bench_{name}"
         try:
-            importlib.import_module(module).main(quick=ns.quick)
+            rc = importlib.import_module(module).main(quick=ns.quick)
+            if type(rc) is int and rc != 0:  # bench.gpu returns an exit code; the others return their figures
+                failed.append(name)
         except Exception:
             log.exception("%s failed", module)
             failed.append(name)
