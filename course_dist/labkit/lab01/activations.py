@@ -110,17 +110,22 @@ def recompute_trade(s: int, b: int, h: int, a: int, *, layers: int = 4, rounds: 
     x = torch.randn(b, s, h, requires_grad=True)
     held: dict[bool, int] = {}
     times: dict[bool, list[float]] = {False: [], True: []}
-    for r in range(rounds + 1):  # round 0 warms up (allocator, first-call dispatch) and is not timed
-        for recompute in (False, True) if r % 2 else (True, False):
-            t0 = time.perf_counter()
-            seen, out = _ledger(stack, lambda rc=recompute: stack(x, rc))
-            out.sum().backward()
-            dt = time.perf_counter() - t0
-            held[recompute] = sum(seen.values())
-            stack.zero_grad(set_to_none=True)
-            x.grad = None
-            if r:
-                times[recompute].append(dt)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread, as each rank of launch: intra-op threads on a shared box add noise
+    try:
+        for r in range(rounds + 1):  # round 0 warms up (allocator, first-call dispatch) and is not timed
+            for recompute in (False, True) if r % 2 else (True, False):
+                t0 = time.perf_counter()
+                seen, out = _ledger(stack, lambda rc=recompute: stack(x, rc))
+                out.sum().backward()
+                dt = time.perf_counter() - t0
+                held[recompute] = sum(seen.values())
+                stack.zero_grad(set_to_none=True)
+                x.grad = None
+                if r:
+                    times[recompute].append(dt)
+    finally:
+        torch.set_num_threads(threads)
     plain, ckpt = statistics.median(times[False]), statistics.median(times[True])
     return {"layers": layers, "held_bytes": float(held[False]), "held_bytes_recompute": float(held[True]),
             "memory_ratio": held[True] / held[False], "step_s": times[False], "step_s_recompute": times[True],
