@@ -166,6 +166,7 @@ def main(quick: bool = False) -> str:
     load0 = os.getloadavg()[0]
     times: dict[str, dict[int, list[float]]] = {c: {w: [] for w in worlds} for c in CONTENDERS}
     firsts: list[float] = []
+    first_loads: list[float] = []  # the first call is CPU-bound (imports torch): its load says what it means
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_launch_") as d:
         tmp = Path(d)
@@ -174,6 +175,7 @@ def main(quick: bool = False) -> str:
         time_course_dist(2)  # this process's own first call: starts its forkserver (the fresh-kernel figure
         # is measured in new interpreters below)
         for r in range(rounds):
+            first_loads.append(os.getloadavg()[0])
             firsts.append(first_call())
             for w in worlds:
                 times["course_dist warm"][w].append(time_course_dist(w))
@@ -184,7 +186,8 @@ def main(quick: bool = False) -> str:
         hung = fork_probe(tries := 3 if quick else 5)
     load1 = os.getloadavg()[0]
     took = time.perf_counter() - t_start
-    text = _page(quick, rounds, worlds, times, firsts, hung, tries, load0, load1, took)
+    first = list(zip(firsts, first_loads, strict=True))
+    text = _page(quick, rounds, worlds, times, first, hung, tries, load0, load1, took)
     plot_curves("launch", times, ylabel="seconds from call to results", logy=True,
                 title="trivial all_reduce, gloo: launch-to-results (median, min-max band)")
     log.info("wrote %s", write("launch", text))
@@ -192,7 +195,8 @@ def main(quick: bool = False) -> str:
 
 
 def _page(quick: bool, rounds: int, worlds: tuple[int, ...], times: dict[str, dict[int, list[float]]],
-          firsts: list[float], hung: int, tries: int, load0: float, load1: float, took: float) -> str:
+          first: list[tuple[float, float]], hung: int, tries: int, load0: float, load1: float,
+          took: float) -> str:
     med = {c: {w: statistics.median(v) for w, v in by.items()} for c, by in times.items()}
     lines = [
         "# Launch-to-results time of a trivial all_reduce (gloo), world 1-4",
@@ -222,8 +226,10 @@ def _page(quick: bool, rounds: int, worlds: tuple[int, ...], times: dict[str, di
     lines += [
         "",
         f"First call in a fresh interpreter (torch and course_dist already imported, world 2; starts the "
-        f"forkserver, which imports torch once): **{spread(firsts, '{:.2f}')} s** (min / median / max of "
-        f"{len(firsts)}, one per round, at the load above).",
+        f"forkserver, which imports torch once): **{spread([f for f, _ in first], '{:.2f}')} s** (min / "
+        f"median / max of {len(first)}, one per round). Per round, with the 1-minute load average when it "
+        "started (the call is CPU-bound, so it stretches with the load): "
+        + ", ".join(f"{f:.2f} s (load {ld:.1f})" for f, ld in first) + ".",
         "",
         f"Targets (issue 2): course_dist warm < 1 s at world {top}: median "
         f"{med['course_dist warm'][top]:.3f} s "
