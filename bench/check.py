@@ -8,7 +8,8 @@ A page carries two lines (``bench.write`` adds them)::
 
 A page is stale when some commit after its own changed one of those paths: its figures describe code that is
 no longer there. ``python -m bench.check`` prints one line per page and exits 1 when any page is unstamped or
-stale (re-run that benchmark on a quiet box; ``python -m bench <name>``).
+stale (re-run that benchmark on a quiet box; ``python -m bench <name>``); ``python -m bench.check launch ddp``
+checks only those pages.
 """
 
 from __future__ import annotations
@@ -55,8 +56,16 @@ def check(results: Path | None = None, root: Path = ROOT) -> dict[str, str]:
     return {p.name: page_problem(p, root) for p in sorted(results.glob("*.md"))}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.check [name ...]``: all pages, or the named ones (``launch`` or ``launch.md``)."""
+    names = sys.argv[1:] if argv is None else argv
     problems = check()
+    if names:
+        want = {n if n.endswith(".md") else f"{n}.md" for n in names}
+        unknown = sorted(want - problems.keys())
+        if unknown:
+            raise ValueError(f"no results page named {unknown}; pages: {sorted(problems)}")
+        problems = {k: v for k, v in problems.items() if k in want}
     for name, why in problems.items():
         print(f"{name}: {why or 'fresh'}")
     bad = sum(bool(w) for w in problems.values())
