@@ -1,0 +1,8 @@
+# mutant: recovery_reraise_launch_error
+# exercise: recovery
+# replaces: recovery_solution
+# why: after the last allowed attempt re-raises the launcher's RankError instead of its own RuntimeError
+@@
+             failures.append(f"attempt {attempt}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
++            if attempt == max_restarts:
++                raise  # the last failure, as the launcher reported it
