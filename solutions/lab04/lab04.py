@@ -1045,6 +1045,20 @@ plt.show()
 #
 # Stuck? `hint("lab04.dcp")`
 
+# %% [markdown]
+# First, what the asynchronous save buys: the drill's sharded model (wider in full mode), world 2, rounds
+# interleaved. Per round: the median plain step, a blocking `dcp.save` (the loop waits for all of it), and an
+# `async_save` (the loop waits for the CPU copy; the steps taken while the background write runs are timed, and
+# their excess over the plain step counts in its stall). These are this machine's CPUs and disk over gloo, not a
+# GPU node's: there the copy is device-to-host and the write does not share the CPUs with the training math.
+
+# %%
+stall = lab04.dcpstall.measure_stall(width=pick(full=1024, fast=256), depth=pick(full=3, fast=2),
+                                     rounds=pick(full=5, fast=3), steps=pick(full=5, fast=3))
+display(stall)
+display(stall[["step_s", "sync_blocked_s", "async_blocked_s", "async_stall_s", "async_write_s"]].median()
+        .to_frame("median (s)"))
+
 # %% nbgrader={"grade": false, "grade_id": "dcp_solution", "locked": false, "schema_version": 3, "solution": true}
 def publish_dcp(future: Any, staging: Path, final: Path) -> Path:
     """Called on every rank after ``dcp.async_save`` into ``staging`` returned ``future``: publish the
@@ -1104,20 +1118,6 @@ for i in range(3):  # every class at every seed: complete steps, a newer torn st
 ev.equal("empty and missing root", [latest_complete(lab04.layout(WORK / "dcp-e", {})),
                                     latest_complete(WORK / "missing-dcp")])
 ### END HIDDEN TESTS
-
-# %% [markdown]
-# What the asynchronous save buys: the same sharded model (wider, full mode), world 2, rounds interleaved. Per
-# round: the median plain step, a blocking `dcp.save` (the loop waits for all of it), and an `async_save` (the
-# loop waits for the CPU copy; steps taken while the background write runs are timed, and their excess over the
-# plain step is counted in its stall). These are this machine's CPUs and disk over gloo: on a GPU node the copy
-# is device-to-host, and the write competes for other resources.
-
-# %%
-stall = lab04.dcpstall.measure_stall(width=pick(full=1024, fast=256), depth=pick(full=3, fast=2),
-                                     rounds=pick(full=5, fast=3), steps=pick(full=5, fast=3))
-display(stall)
-display(stall[["step_s", "sync_blocked_s", "async_blocked_s", "async_stall_s", "async_write_s"]].median()
-        .to_frame("median (s)"))
 
 # %% [markdown]
 # ## Summary

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
@@ -34,6 +35,14 @@ def _timed_steps(model: Any, opt: Any, first: int, n: int) -> list[float]:
         train(model, opt, range(s, s + 1))
         out.append(time.perf_counter() - t0)
     return out
+
+
+def _all_done(done: bool) -> bool:
+    """Every rank's write finished? Training steps are collectives: the ranks must agree on how many they take
+    while the write runs (each deciding by its own future hangs when one finishes a step earlier)."""
+    flag = torch.tensor([1 if done else 0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
 
 
 def _stall_rank(root: str, width: int, depth: int, rounds: int, steps: int) -> list[dict[str, float]]:
@@ -57,14 +66,13 @@ def _stall_rank(root: str, width: int, depth: int, rounds: int, steps: int) -> l
             fut = dcp.async_save(app_state(model, opt), checkpoint_id=path, process_group=group)
             row["async_blocked_s"] = time.perf_counter() - t0
             during: list[float] = []
-            while not fut.done() and len(during) < 10 * steps:
+            while not _all_done(fut.done()) and len(during) < 10 * steps:
                 during += _timed_steps(model, opt, step, 1)
                 step += 1
             fut.result()
             row["async_write_s"] = time.perf_counter() - t0
             row["steps_during_write"] = len(during)
             row["async_excess_s"] = sum(max(0.0, d - row["step_s"]) for d in during)
-            dist.barrier()  # the other rank's steps during its write must not overlap the next baseline
         row["async_stall_s"] = row["async_blocked_s"] + row["async_excess_s"]
         rows.append(row)
     return rows
