@@ -7,6 +7,7 @@ naming the values.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 
@@ -53,3 +54,17 @@ def meets_deadline(student_value: Any, reference_value: Any = None) -> None:
     t = _number(student_value.get("plan_time_s"), "plan_time_s")
     d = _number(student_value.get("deadline_s"), "deadline_s")
     assert t <= d, f"the plan takes {t:.4g} s, beyond the deadline {d:.4g} s"
+
+
+_SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e-?\d+)?)\s*s\b")
+
+
+def states_seconds(student_value: Any, reference_value: Any = None, *, rtol: float = 0.25) -> None:
+    """``{"note", "value"}``: the note states ``value`` seconds (a number followed by ``s``) within ``rtol``:
+    a card field's number checked against the student's own measurement."""
+    assert isinstance(student_value, dict), f"expected {{'note', 'value'}}, got {student_value!r}"
+    note, value = student_value.get("note"), _number(student_value.get("value"), "value")
+    assert isinstance(note, str), f"note: expected a str, got {note!r}"
+    stated = [float(m) for m in _SECONDS.findall(note)]
+    assert any(abs(x - value) <= rtol * abs(value) for x in stated), (
+        f"the note should state {value:.4g} s (within {rtol:.0%}); it states {stated} s: {note!r}")

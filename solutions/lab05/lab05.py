@@ -24,10 +24,11 @@
 # rank, and stops dead when one rank takes a different path. So: **diagnose the first divergence**, **measure
 # the slowest rank**, and **scale against quality and cost** — not against worker count.
 #
-# Five exercises (~90 min): name the culprit of six planted hangs from what the hung job leaves behind; end an
-# epoch with uneven inputs three ways without a hang; find a straggler and rebalance around it without changing
-# the gradient; measure scaling efficiency and the gradient noise scale; choose a worker count, a global batch,
-# a collective timeout and a hang-detection deadline, and write them on the solution card.
+# Four core exercises (~75 min, 85 points): name the culprit of six planted hangs from what the hung job leaves
+# behind; find a straggler and rebalance around it without changing the gradient; measure scaling efficiency and
+# the gradient noise scale; choose a worker count, a global batch, a collective timeout and a hang-detection
+# deadline, and write them on the solution card. **Stretch A** (15 points, ~15 min, optional) ends an epoch with
+# uneven inputs three ways without a hang: 100 needs it, the core alone earns 85.
 #
 # **Measured or simulated.** Everything at world 1–3 is measured here (gloo on loopback, 2 shared CPU cores).
 # Figures at 8–64 ranks are *simulated*: an α–β model calibrated by this machine's gloo all-reduce at world 2,
@@ -57,7 +58,7 @@ pd.set_option("display.precision", 4)
 print("fast mode:", course_dist.fast_mode())
 
 # %% [markdown]
-# ## Exercise 1 — Diagnose planted hangs (24 points, ~25 min)
+# ## Exercise 1 — Diagnose planted hangs (25 points, ~25 min)
 #
 # `lab05.plant(cases)` runs six classic hangs at world 3 (all at once, so they cost one 3-second timeout):
 # an **extra collective** on one rank, an **op mismatch**, a **shape mismatch**, a **rank-conditional
@@ -70,7 +71,7 @@ print("fast mode:", course_dist.fast_mode())
 #   `.ranks` holds the odd one out — the **culprit** (`"rank"`), and `.seq` the number (`"seq"`). The healthy
 #   majority are *not* the culprit, even though they are the ones stuck waiting.
 # - `"op"`: what the culprit called at that number (`div.calls[rank]["op"]`), or `None` when it never called it.
-# - `"line"`: the culprit's source line (an `int`): its call site (`div.calls[rank]["site"]` is `"file:line"`)
+# - `"line"`: the culprit's source line (an `int`, not a string): its call site (`div.calls[rank]["site"]` is `"file:line"`)
 #   when it made the call, else where its stack shows it stuck: the innermost of
 #   `lab05.user_frames(err.stacks[rank])` (frames outside torch and the launcher, innermost first).
 #
@@ -111,21 +112,22 @@ def diagnose(err: LaunchTimeout) -> dict:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "diagnose_tests", "locked": true, "points": 20, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "diagnose_tests", "locked": true, "points": 21, "schema_version": 3, "solution": false}
 for (case, culprit), err in zip(visible_cases, errs, strict=True):
     assert isinstance(err, LaunchTimeout), f"{case}: the planted hang should end as a LaunchTimeout, got {err!r}"
     got, want = diagnose(err), lab05.truth(case, culprit)
+    assert type(got.get("line")) is int, \
+        f"{case}: 'line' must be an int, expected {want['line']!r}, got {got.get('line')!r}"
     assert got == want, f"{case} (culprit rank {culprit}): diagnose gave {got}, expected {want}"
 ### BEGIN HIDDEN TESTS
-import random
-
 from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("diagnose_tests")
-rng = random.Random(grading_seed())
 for (case, culprit), err in zip(visible_cases, errs, strict=True):
     ev.equal(f"visible {case} culprit {culprit}", diagnose(err))
-hidden_cases = [(case, rng.randrange(lab05.WORLD)) for case in lab05.CASES]
+# every case on another culprit than the visible one, and ranks 0, 1 and 2 all culprits, at every seed
+shift = 1 + grading_seed() % (lab05.WORLD - 1)
+hidden_cases = [(case, (culprit + shift) % lab05.WORLD) for case, culprit in visible_cases]
 for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=3.0), strict=True):
     got = diagnose(err) if isinstance(err, LaunchTimeout) else f"not a LaunchTimeout: {type(err).__name__}"
     ev.equal(f"hidden {case}", {"culprit": culprit, "diagnosis": got})
@@ -152,103 +154,7 @@ for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# ## Exercise 2 — Uneven inputs (16 points, ~15 min)
-#
-# When ranks hold different numbers of batches, the rank that runs out stops calling DDP's gradient
-# all-reduce and the others hang in it (you diagnosed `uneven_epoch` above). Write `run_epoch(ddp, opt,
-# batches, strategy)` — it runs on every rank with that rank's list of `(x, y)` batches (each rank has at least
-# one) and a fresh DDP model — and returns the number of steps this rank ran:
-# - `"join"`: torch's `Join` context manager with the **DDP model as its joinable**; ranks that run out shadow
-#   the others' all-reduces (their contribution is zero, DDP still divides by the world size);
-# - `"drop_last"`: every rank runs the **global minimum** number of batches (agree on it with one collective);
-# - `"pad"`: every rank runs the **global maximum**; a rank out of data steps on `lab05.dummy_batch()` with
-#   loss weight 0 (`lab05.sgd_step(ddp, opt, x, y, weight=0.0)`), so it contributes a zero gradient;
-# - anything else: `ValueError` naming the strategy.
-#
-# One step is `lab05.sgd_step(ddp, opt, x, y)`. The test compares every rank's final parameters with a
-# single-process reference of each strategy (join and pad: the same numbers) at world 3 and world 2.
-#
-# Stuck? `hint("lab05.uneven")`
-
-
-# %% nbgrader={"grade": false, "grade_id": "uneven_solution", "locked": false, "schema_version": 3, "solution": true}
-def run_epoch(ddp: torch.nn.Module, opt: torch.optim.Optimizer, batches: list, strategy: str) -> int:
-    """One epoch over this rank's ``batches`` that cannot hang when ranks hold different counts."""
-    ### BEGIN SOLUTION
-    if strategy == "join":
-        with Join([ddp]):  # DDP is the joinable: it knows which all-reduces to shadow
-            for x, y in batches:
-                lab05.sgd_step(ddp, opt, x, y)
-        return len(batches)
-    if strategy in ("drop_last", "pad"):
-        n = torch.tensor([len(batches)])
-        dist.all_reduce(n, op=dist.ReduceOp.MIN if strategy == "drop_last" else dist.ReduceOp.MAX)
-        n = int(n)
-        for i in range(n):
-            real = i < len(batches)
-            x, y = batches[i] if real else lab05.dummy_batch()
-            lab05.sgd_step(ddp, opt, x, y, weight=1.0 if real else 0.0)
-        return n
-    raise ValueError(f"strategy must be 'join', 'drop_last' or 'pad', got {strategy!r}")
-    ### END SOLUTION
-
-
-# %% nbgrader={"grade": true, "grade_id": "uneven_tests", "locked": true, "points": 16, "schema_version": 3, "solution": false}
-def check_uneven(counts):
-    out = lab05.run_uneven(run_epoch, counts, timeout=15)
-    for strategy, per_rank in out.items():
-        want = lab05.uneven_reference(strategy, counts)
-        for r, o in enumerate(per_rank):
-            err = lab05.params_close(o["params"], want)
-            assert err < 1e-5, \
-                f"{strategy}, counts {counts}, rank {r}: max |params - reference| = {err:.3g} (want < 1e-5)"
-    steps = {s: [o["steps"] for o in per_rank] for s, per_rank in out.items()}
-    assert steps["join"] == list(counts), f"join steps {steps['join']}, expected each rank's count {counts}"
-    assert steps["drop_last"] == [min(counts)] * len(counts), \
-        f"counts {counts}: drop_last steps {steps['drop_last']}, expected {[min(counts)] * len(counts)}"
-    assert steps["pad"] == [max(counts)] * len(counts), \
-        f"counts {counts}: pad steps {steps['pad']}, expected {[max(counts)] * len(counts)}"
-    return out
-
-
-uneven_visible = {"3 ranks": check_uneven([3, 4, 2]), "2 ranks": check_uneven([1, 3])}
-try:
-    run_epoch(None, None, [], "shuffle")
-    raise AssertionError("run_epoch(strategy='shuffle') should raise ValueError")
-except ValueError as exc:
-    assert "shuffle" in str(exc), f"the ValueError should name the strategy 'shuffle', got: {exc}"
-### BEGIN HIDDEN TESTS
-import random
-
-from course_dist.evidence import Evidence, grading_seed
-
-ev = Evidence("uneven_tests")
-rng = random.Random(grading_seed())
-
-
-def record(tag, counts, out):
-    for strategy, per_rank in out.items():
-        ev.close(f"{tag} {counts} {strategy} params", [o["params"] for o in per_rank], atol=1e-5)
-        ev.equal(f"{tag} {counts} {strategy} steps", [o["steps"] for o in per_rank])
-
-
-record("visible", [3, 4, 2], uneven_visible["3 ranks"])
-record("visible", [1, 3], uneven_visible["2 ranks"])
-for world in (2, 3):
-    counts = [rng.randint(1, 4) for _ in range(world)]
-    record("hidden", counts, check_uneven(counts))
-### END HIDDEN TESTS
-
-# %% [markdown]
-# What does Join cost? Rank 0's seconds per step with equal inputs (plain DDP) and with Join when rank 1 runs
-# out half-way (rank 1 then shadows every all-reduce, plus Join's own "who is still active" all-reduce per step):
-
-# %%
-join_cost = lab05.join_overhead(steps=pick(full=60, fast=20))
-display(pd.DataFrame([join_cost]))
-
-# %% [markdown]
-# ## Exercise 3 — Stragglers (22 points, ~20 min)
+# ## Exercise 2 — Stragglers (22 points, ~20 min)
 #
 # `lab05.run_straggler(sizes, slow_rank, factor)` trains one global batch split as `sizes` (samples per rank);
 # the slow rank costs `factor` × more per sample **inside its forward pass**. Each rank's `StepTimer` spans come
@@ -256,10 +162,12 @@ display(pd.DataFrame([join_cost]))
 # gradient all-reduce). Because a blocking collective returns when the last rank arrives, every rank's *total*
 # step time is the same: the straggler shows up as the **others' comm time**, and only per-rank **compute
 # before the first collective** names it. Write:
-# - `slowest_rank(spans)`: the rank with the largest median compute seconds per step;
+# - `slowest_rank(spans)`: the rank with the largest **median** compute seconds per step (one GC pause or a
+#   warm-up step on a fast rank must not name it);
 # - `rebalance(sec_per_sample, global_batch)`: integer sizes proportional to each rank's speed
-#   (`1 / sec_per_sample`), each ≥ 1, summing to `global_batch`: floor the ideal shares, then give the missing
-#   samples to the largest fractional remainders (ties: lower rank first);
+#   (`1 / sec_per_sample`), each ≥ 1, summing to `global_batch` (≥ the number of ranks): floor the ideal
+#   shares, then give the missing samples to the largest fractional remainders (ties: lower rank first); then,
+#   rank by rank from rank 0, a rank left with 0 gets 1 taken from the rank holding the most (ties: lower rank);
 # - `loss_weight(b_r, global_batch, world)`: the factor on rank r's mean loss such that DDP's average of the
 #   ranks' gradients equals the gradient of the mean loss over the whole global batch.
 #
@@ -312,6 +220,12 @@ demo = pd.DataFrame({"rank": [0, 0, 1, 1, 2, 2] * 2, "step": [0] * 6 + [1] * 6,
                      "seconds": [0.01, 0.03, 0.01, 0.03, 0.04, 0.0] * 2})
 assert slowest_rank(demo) == 2, \
     f"slowest_rank on a frame where rank 2 computes 4x longer: got {slowest_rank(demo)}, expected 2"
+# planted outliers: the straggler is rank 0, the middle or the last; a fast rank has one GC pause mid-run (mean,
+# max and sum name it) and another a slow first step (warm-up): only the median names the straggler
+for slow in range(3):
+    outliers = lab05.planted_spans(slow, world=3, steps=5)
+    assert slowest_rank(outliers) == slow, f"straggler rank {slow}, a fast rank with one 0.5 s GC pause and one " \
+        f"with a 0.2 s first step: slowest_rank gave {slowest_rank(outliers)}, expected {slow} (the median)"
 measured = slowest_rank(straggler["before"]["spans"])
 assert measured == 1, f"the measured run slowed rank 1, slowest_rank says {measured}"
 assert rebalance([0.001, 0.002], 24) == [16, 8], \
@@ -320,6 +234,12 @@ assert rebalance([1.0, 1.0, 1.0], 10) == [4, 3, 3], \
     f"ties -> lower rank: rebalance([1.0, 1.0, 1.0], 10) = {rebalance([1.0, 1.0, 1.0], 10)}, expected [4, 3, 3]"
 assert rebalance([0.001, 1.0], 4) == [3, 1], \
     f"each rank keeps >= 1 sample: rebalance([0.001, 1.0], 4) = {rebalance([0.001, 1.0], 4)}, expected [3, 1]"
+assert rebalance([0.001, 0.001, 1.0], 5) == [2, 2, 1], f"rank 2's sample comes from the larger of the tied " \
+    f"ranks 0 and 1 (lower rank): rebalance([0.001, 0.001, 1.0], 5) = {rebalance([0.001, 0.001, 1.0], 5)}, " \
+    "expected [2, 2, 1]"
+assert rebalance([0.001, 1.0, 1.0], 3) == [1, 1, 1], \
+    f"global batch = world: rebalance([0.001, 1.0, 1.0], 3) = {rebalance([0.001, 1.0, 1.0], 3)}, expected [1, 1, 1]"
+assert rebalance([0.5], 7) == [7], f"one rank: rebalance([0.5], 7) = {rebalance([0.5], 7)}, expected [7]"
 assert math.isclose(loss_weight(16, 24, 2), 4 / 3), \
     f"loss_weight(16, 24, 2) = {loss_weight(16, 24, 2)}, expected 16 x 2 / 24 = {4 / 3}"
 gerr = float((straggler["after"]["grad"] - straggler["grad_ref"]).abs().max())
@@ -334,15 +254,26 @@ ev = Evidence("stragglers_tests")
 rng = random.Random(grading_seed())
 ev.equal("demo slowest", slowest_rank(demo))
 ev.equal("measured slowest (world 2, rank 1)", measured)
-for args in [([0.001, 0.002], 24), ([1.0, 1.0, 1.0], 10), ([0.001, 1.0], 4)]:
+# every class at every seed: the straggler first, middle and last at world 3 and 4, planted outliers drawn
+for world in (3, 4):
+    for slow in (0, world // 2, world - 1):
+        spans = lab05.planted_spans(slow, world=world, steps=rng.choice([5, 7]), seed=rng.randrange(10**6))
+        ev.equal(f"planted world {world} slow {slow}", {"slow": slow, "named": slowest_rank(spans)})
+for args in [([0.001, 0.002], 24), ([1.0, 1.0, 1.0], 10), ([0.001, 1.0], 4), ([0.001, 0.001, 1.0], 5),
+             ([0.001, 1.0, 1.0], 3), ([0.5], 7)]:
     ev.equal(f"rebalance {args}", rebalance(*args))
 for _ in range(30):
     world = rng.randint(2, 4)
     args = ([rng.uniform(0.5, 4.0) for _ in range(world)], rng.randint(world, 64))
     ev.equal(f"rebalance {args}", rebalance(*args))
+for world in (2, 3, 4):  # at every seed: an exact tie of remainders, and a rank whose share floors to 0
+    t = rng.uniform(0.5, 4.0)
+    ev.equal(f"rebalance tie world {world}", rebalance([t] * world, world * rng.randint(1, 9) + 1))
+    fast = [rng.uniform(0.001, 0.002) for _ in range(world - 1)]
+    ev.equal(f"rebalance floor-0 world {world}", rebalance([*fast, 1.0], world + rng.randint(0, 3)))
 ev.close("loss_weight", [loss_weight(b, B, R) for b, B, R in [(16, 24, 2), (3, 10, 3), (1, 7, 4)]], rtol=1e-9)
 ev.close("grad rebalanced world 2", straggler["after"]["grad"], atol=1e-5)
-slow, sizes = rng.randrange(3), sorted(rng.randint(2, 9) for _ in range(3))
+slow, sizes = 1, sorted(rng.randint(2, 9) for _ in range(3))  # the middle rank (world 2 measured the last)
 sizes.insert(slow, sizes.pop())  # the slow rank also holds the most samples: its compute is the largest
 hidden = lab05.run_straggler(sizes, slow_rank=slow, factor=3.0, steps=4, loss_weight=loss_weight)
 ev.equal(f"measured slowest world 3 (slow rank {slow})", {"slow": slow, "named": slowest_rank(hidden["spans"])})
@@ -369,7 +300,7 @@ ev.equal("rebalanced sizes of the measured run fill the batch", sum(straggler["s
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# ## Exercise 4 — Scaling against quality and cost (18 points, ~15 min)
+# ## Exercise 3 — Scaling against quality and cost (18 points, ~15 min)
 #
 # Three small functions, then the measurements use them:
 # - `efficiency(table)`: `table` has rows of two modes (`"strong"`: fixed global batch; `"weak"`: fixed batch per
@@ -474,6 +405,12 @@ assert math.isclose(scaled_lr(0.1, 256, 1024, "sqrt"), 0.2), \
     f"sqrt rule, no warm-up: got {scaled_lr(0.1, 256, 1024, 'sqrt')}, expected 0.2"
 assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=5, warmup=10), 0.25), \
     f"half-way through warm-up: got {scaled_lr(0.1, 256, 1024, 'linear', step=5, warmup=10)}, expected 0.25"
+assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=30, warmup=10), 0.4), \
+    f"after warm-up ends (step 30 of 10): got {scaled_lr(0.1, 256, 1024, 'linear', step=30, warmup=10)}, " \
+    "expected the target 0.4"
+assert math.isclose(scaled_lr(0.1, 256, 64, "sqrt", step=0, warmup=10), 0.1), \
+    f"step 0 of the warm-up starts at base_lr: got {scaled_lr(0.1, 256, 64, 'sqrt', step=0, warmup=10)}, " \
+    "expected 0.1"
 try:
     scaled_lr(0.1, 256, 1024, "cubic")
     raise AssertionError("scaled_lr(rule='cubic') should raise ValueError")
@@ -499,11 +436,14 @@ for _ in range(5):
              rtol=1e-6)
 ev.close("measured noise scale", ns, rtol=1e-4)
 ev.close("scaled_lr", [scaled_lr(0.1, 256, b, rule, s, w) for b in (128, 1024, 4096) for rule in ("linear", "sqrt")
-                       for s, w in ((0, 0), (3, 10), (20, 10))], rtol=1e-9)
+                       for s, w in ((0, 0), (0, 10), (3, 10), (10, 10), (20, 10))], rtol=1e-9)
+w = rng.randint(5, 50)  # at every seed: before, at and after the end of a drawn warm-up
+ev.close(f"scaled_lr warm-up {w}", [scaled_lr(0.1, 256, 1024, "linear", s, w) for s in (0, w // 2, w, 3 * w)],
+         rtol=1e-9)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 5 — Decide (20 points, ~15 min)
+# ## Exercise 4 — Decide (20 points, ~15 min)
 #
 # `lab05.candidates` lists every (world, global batch) on the **simulated** cluster (the calibration above) with
 # its step time, the steps to the target loss `S_min (1 + B_simple / B)` (McCandlish et al.; your noise scale),
@@ -520,7 +460,8 @@ ev.close("scaled_lr", [scaled_lr(0.1, 256, b, rule, s, w) for b in (128, 1024, 4
 # thread the same way; NVIDIA's resiliency extension times rank heartbeats and named sections such as a
 # checkpoint separately). Write:
 # - `choose(cands, deadline_s)`: the row (a dict) with the lowest `cost` among those with `time_s ≤ deadline_s`
-#   (ties: fewer ranks); none in time: `ValueError` naming the deadline and the fastest `time_s`;
+#   (a row exactly at the deadline is in time; equal costs: fewer ranks, whatever the row order); none in time:
+#   `ValueError` naming the deadline and the fastest `time_s`;
 # - `collective_timeout(phase_s, margin)`: `phase_s` maps each phase (`"step"`, `"warmup"`, `"checkpoint"`,
 #   `"eval"`, or any others) to its measured seconds; return `margin ×` the **longest** wait of any phase;
 # - `heartbeat_deadline(step_s, margin)`: `margin ×` the **largest** measured step time (the tail, not the
@@ -577,8 +518,8 @@ _fig = lab05.plot_step_tail(phases, timeout_s, heartbeat_s)
 # **The solution card.** Latency: the chosen configuration's *simulated* step time (s/step); cost: its
 # *simulated* cost to the target ($) — both notes say "simulated" and give the calibration; capacity: your
 # measured critical batch B_simple (samples/step) beyond which more data parallelism buys little; fallback: the
-# collective timeout (s), with the heartbeat deadline (s) that detects a hang first stated in its note (the
-# note names the heartbeat).
+# collective timeout (s), with the heartbeat deadline that detects a hang first stated in its note (the note
+# names the heartbeat and gives its deadline in seconds, e.g. `0.123 s`: the test reads that number back).
 
 # %% nbgrader={"grade": false, "grade_id": "card_solution", "locked": false, "schema_version": 3, "solution": true}
 ### BEGIN SOLUTION
@@ -610,17 +551,29 @@ toy = pd.DataFrame({"world": [1, 2, 4, 8], "global_batch": [64] * 4, "time_s": [
 assert choose(toy, 250.0)["world"] == 2, f"deadline 250 s: cheapest in time is world 2, got {choose(toy, 250.0)}"
 assert choose(toy, 1e9)["world"] == 1, \
     f"no deadline pressure: the cheapest overall is world 1, got {choose(toy, 1e9)}"
+assert choose(toy, 120.0)["world"] == 4, \
+    f"deadline 120 s = world 4's time_s (in time): expected world 4, got {choose(toy, 120.0)}"
+tie = pd.DataFrame({"world": [8, 4, 2], "global_batch": [64] * 3, "time_s": [70.0, 120.0, 220.0],
+                    "cost": [1.2, 1.2, 1.5]})
+assert choose(tie, 250.0)["world"] == 4, \
+    f"worlds 8 and 4 cost 1.2 (world 8 listed first): fewer ranks wins, expected world 4, got {choose(tie, 250.0)}"
 try:
-    choose(toy, 10.0)
-    raise AssertionError("choose(deadline 10 s) should raise ValueError: nothing is that fast")
+    choose(toy, 12.5)
+    raise AssertionError("choose(deadline 12.5 s) should raise ValueError: nothing is that fast")
 except ValueError as exc:
-    assert "70" in str(exc), f"the ValueError should name the fastest time (70 s): {exc}"
-tail = [0.01] * 50 + [0.05]
+    assert "70" in str(exc) and "12.5" in str(exc), \
+        f"the ValueError should name the deadline (12.5 s) and the fastest time (70 s), got: {exc}"
+tail = [0.01] * 25 + [0.05] + [0.01] * 25  # the tail step mid-run: neither the first nor the last
 toy_phases = {"step": tail, "warmup": [0.2], "checkpoint": [0.6, 0.9], "eval": [0.5]}
 assert math.isclose(collective_timeout(toy_phases, 3.0), 2.7), f"timeout for {toy_phases}: " \
     f"{collective_timeout(toy_phases, 3.0)} (expected 2.7 = 3 x the 0.9 s checkpoint, the longest wait)"
-assert math.isclose(collective_timeout({"step": tail}, 2.0), 0.1), "only steps measured: 2 x the 50 ms tail"
-assert math.isclose(heartbeat_deadline(tail, 3.0), 0.15), f"heartbeat for a 50 ms tail: {heartbeat_deadline(tail)}"
+assert math.isclose(collective_timeout({"step": tail}, 2.0), 0.1), \
+    f"only steps measured: expected 2 x the 50 ms tail = 0.1, got {collective_timeout({'step': tail}, 2.0)}"
+other = {"step": tail, "checkpoint": [0.9], "restore": [1.5]}  # "or any others": a phase not named above
+assert math.isclose(collective_timeout(other, 3.0), 4.5), \
+    f"timeout for {other}: expected 4.5 = 3 x the 1.5 s restore, got {collective_timeout(other, 3.0)}"
+assert math.isclose(heartbeat_deadline(tail, 3.0), 0.15), \
+    f"heartbeat for a 50 ms tail mid-run: expected 0.15 = 3 x 0.05, got {heartbeat_deadline(tail, 3.0)}"
 longest = max(max(v) for v in phases.values())
 assert timeout_s > longest, f"timeout {timeout_s} s is below the longest measured healthy wait {longest} s"
 assert max(step_samples) < heartbeat_s < timeout_s, f"heartbeat {heartbeat_s} s should sit above the step " \
@@ -630,6 +583,9 @@ for field in ("latency", "cost"):
         f"{getattr(card, field).note!r}"
 assert "heartbeat" in card.fallback.note, f"card.fallback.note must state the heartbeat deadline: " \
     f"{card.fallback.note!r}"
+stated = lab05.seconds_in(card.fallback.note)
+assert any(math.isclose(x, heartbeat_s, rel_tol=0.25) for x in stated), f"card.fallback.note should give the " \
+    f"heartbeat deadline, {heartbeat_s:.3f} s (within 25 %); the note states {stated} s: {card.fallback.note!r}"
 course_dist.check_card(card, measured={"latency": float(plan["step_s"]), "cost": float(plan["cost"]),
                                        "capacity": float(ns["b_simple"]), "fallback": float(timeout_s)})
 ### BEGIN HIDDEN TESTS
@@ -639,7 +595,15 @@ from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("decide_tests")
 rng = random.Random(grading_seed())
-ev.equal("toy choices", [int(choose(toy, d)["world"]) for d in (250.0, 1e9, 130.0, 70.0)])
+ev.equal("toy choices", [int(choose(toy, d)["world"]) for d in (250.0, 1e9, 130.0, 120.0, 70.0)])
+ev.equal("tie choice", int(choose(tie, 250.0)["world"]))
+for i in range(3):  # at every seed: a deadline exactly at a row's time, and a cost tie listed larger world first
+    worlds = [16, 8, 4, 2, 1]
+    times = sorted(rng.uniform(10, 500) for _ in worlds)
+    costs = [round(rng.uniform(1, 3), 1) for _ in worlds]
+    costs[1] = costs[2] = min(costs) - 0.1  # worlds 8 and 4 tie, cheapest
+    t = pd.DataFrame({"world": worlds, "global_batch": [64] * 5, "time_s": times, "cost": costs})
+    ev.equal(f"boundary/tie choice {i}", [int(choose(t, d)["world"]) for d in (times[2], times[1], times[3])])
 for i in range(10):
     t = pd.DataFrame({"world": [1, 2, 4, 8, 16], "global_batch": [rng.choice([64, 256])] * 5,
                       "time_s": sorted((rng.uniform(10, 500) for _ in range(5)), reverse=True),
@@ -652,6 +616,10 @@ for i in range(10):
     ev.equal(f"hidden choice {i}", got)
 ev.close("toy timeouts", [collective_timeout(toy_phases, m) for m in (2.0, 3.0, 5.0)], rtol=1e-9)
 ev.close("toy heartbeats", [heartbeat_deadline(tail, m) for m in (2.0, 3.0, 5.0)], rtol=1e-9)
+ev.close("other phase", collective_timeout(other, 3.0), rtol=1e-9)
+steps_drawn = [rng.uniform(0.01, 0.02) for _ in range(20)]
+steps_drawn[rng.randrange(1, 19)] = 0.2  # at every seed: the tail neither first nor last
+ev.close("hidden heartbeat", heartbeat_deadline(steps_drawn, 3.0), rtol=1e-9)
 for i in range(5):
     drawn = {k: [rng.uniform(0.01, 2.0) for _ in range(rng.randint(1, 4))] for k in rng.sample(list(toy_phases),
                                                                                                 rng.randint(1, 4))}
@@ -663,6 +631,8 @@ ev.rule("heartbeat above the measured step tail", {"timeout": float(heartbeat_s)
 ev.rule("card notes: simulated latency and cost, heartbeat in the fallback",
         [card.latency.note, card.cost.note, card.fallback.note], rule="common.contains",
         needles=["simulated", "simulated", "heartbeat"])
+ev.rule("card fallback note states the heartbeat deadline", {"note": card.fallback.note, "value": float(heartbeat_s)},
+        rule="lab05.states_seconds", rtol=0.25)
 ev.rule("plan meets the deadline", {"plan_time_s": float(plan["time_s"]), "deadline_s": float(deadline_s)},
         rule="lab05.meets_deadline")
 ev.rule("card", {"card": dataclasses.asdict(card),
@@ -697,3 +667,100 @@ ev.rule("card", {"card": dataclasses.asdict(card),
 # wait (checkpoint/eval, with the number) and why 3x the step tail would fire, plus the heartbeat's detection
 # latency; 1: what changes the decision.
 # === END MARK SCHEME ===
+
+
+# %% [markdown]
+# ## Stretch A — Uneven inputs (15 points, ~15 min, optional)
+#
+# When ranks hold different numbers of batches, the rank that runs out stops calling DDP's gradient
+# all-reduce and the others hang in it (you diagnosed `uneven_epoch` above). Write `run_epoch(ddp, opt,
+# batches, strategy)` — it runs on every rank with that rank's list of `(x, y)` batches (each rank has at least
+# one) and a fresh DDP model — and returns the number of steps this rank ran:
+# - `"join"`: torch's `Join` context manager with the **DDP model as its joinable**; ranks that run out shadow
+#   the others' all-reduces (their contribution is zero, DDP still divides by the world size);
+# - `"drop_last"`: every rank runs the **global minimum** number of batches (agree on it with one collective);
+# - `"pad"`: every rank runs the **global maximum**; a rank out of data steps on `lab05.dummy_batch()` with
+#   loss weight 0 (`lab05.sgd_step(ddp, opt, x, y, weight=0.0)`), so it contributes a zero gradient;
+# - anything else: `ValueError` naming the strategy.
+#
+# One step is `lab05.sgd_step(ddp, opt, x, y)`. The test compares every rank's final parameters with a
+# single-process reference of each strategy (join and pad: the same numbers) at world 3 and world 2.
+#
+# Stuck? `hint("lab05.uneven")`
+
+
+# %% nbgrader={"grade": false, "grade_id": "uneven_solution", "locked": false, "schema_version": 3, "solution": true}
+def run_epoch(ddp: torch.nn.Module, opt: torch.optim.Optimizer, batches: list, strategy: str) -> int:
+    """One epoch over this rank's ``batches`` that cannot hang when ranks hold different counts."""
+    ### BEGIN SOLUTION
+    if strategy == "join":
+        with Join([ddp]):  # DDP is the joinable: it knows which all-reduces to shadow
+            for x, y in batches:
+                lab05.sgd_step(ddp, opt, x, y)
+        return len(batches)
+    if strategy in ("drop_last", "pad"):
+        n = torch.tensor([len(batches)])
+        dist.all_reduce(n, op=dist.ReduceOp.MIN if strategy == "drop_last" else dist.ReduceOp.MAX)
+        n = int(n)
+        for i in range(n):
+            real = i < len(batches)
+            x, y = batches[i] if real else lab05.dummy_batch()
+            lab05.sgd_step(ddp, opt, x, y, weight=1.0 if real else 0.0)
+        return n
+    raise ValueError(f"strategy must be 'join', 'drop_last' or 'pad', got {strategy!r}")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "uneven_tests", "locked": true, "points": 15, "schema_version": 3, "solution": false}
+def check_uneven(counts):
+    out = lab05.run_uneven(run_epoch, counts, timeout=15)
+    for strategy, per_rank in out.items():
+        want = lab05.uneven_reference(strategy, counts)
+        for r, o in enumerate(per_rank):
+            err = lab05.params_close(o["params"], want)
+            assert err < 1e-5, \
+                f"{strategy}, counts {counts}, rank {r}: max |params - reference| = {err:.3g} (want < 1e-5)"
+    steps = {s: [o["steps"] for o in per_rank] for s, per_rank in out.items()}
+    assert steps["join"] == list(counts), f"join steps {steps['join']}, expected each rank's count {counts}"
+    assert steps["drop_last"] == [min(counts)] * len(counts), \
+        f"counts {counts}: drop_last steps {steps['drop_last']}, expected {[min(counts)] * len(counts)}"
+    assert steps["pad"] == [max(counts)] * len(counts), \
+        f"counts {counts}: pad steps {steps['pad']}, expected {[max(counts)] * len(counts)}"
+    return out
+
+
+uneven_visible = {"3 ranks": check_uneven([4, 2, 4]), "2 ranks": check_uneven([1, 3])}  # a tie at the max
+try:
+    run_epoch(None, None, [], "shuffle")
+    raise AssertionError("run_epoch(strategy='shuffle') should raise ValueError")
+except ValueError as exc:
+    assert "shuffle" in str(exc), f"the ValueError should name the strategy 'shuffle', got: {exc}"
+### BEGIN HIDDEN TESTS
+import random
+
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("uneven_tests")
+rng = random.Random(grading_seed())
+
+
+def record(tag, counts, out):
+    for strategy, per_rank in out.items():
+        ev.close(f"{tag} {counts} {strategy} params", [o["params"] for o in per_rank], atol=1e-5)
+        ev.equal(f"{tag} {counts} {strategy} steps", [o["steps"] for o in per_rank])
+
+
+record("visible", [4, 2, 4], uneven_visible["3 ranks"])
+record("visible", [1, 3], uneven_visible["2 ranks"])
+k, d = rng.randint(1, 3), rng.randint(1, 2)  # at every seed: the shortest rank last, a tie at the maximum
+for counts in ([k + d, k + d, k], [k + d, k]):
+    record("hidden", counts, check_uneven(counts))
+### END HIDDEN TESTS
+
+# %% [markdown]
+# What does Join cost? Rank 0's seconds per step with equal inputs (plain DDP) and with Join when rank 1 runs
+# out half-way (rank 1 then shadows every all-reduce, plus Join's own "who is still active" all-reduce per step):
+
+# %%
+join_cost = lab05.join_overhead(steps=pick(full=60, fast=20))
+display(pd.DataFrame([join_cost]))

@@ -1,9 +1,9 @@
-"""How long a healthy rank can sit in one collective (exercise 5): the step tail is only one of the waits.
+"""How long a healthy rank can sit in one collective (exercise 4): the step tail is only one of the waits.
 
 A collective timeout fires when *any* collective waits longer than it, so it must sit above every legitimate
 wait of a healthy job, not only the step's:
 
-- ``step``: the synchronized step time of the lab's world-2 job (the straggler model of exercise 3, 8 samples
+- ``step``: the synchronized step time of the lab's world-2 job (the straggler model of exercise 2, 8 samples
   per rank, whose compute is a 4 ms/sample sleep);
 - ``warmup``: the first step, which pays one-off costs (gloo connects lazily; on GPUs also NCCL communicator
   set-up, autotuning, compilation);
@@ -18,6 +18,7 @@ Each phase's seconds are the slowest rank's (a collective is as slow as its last
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from typing import Any
@@ -88,3 +89,14 @@ def phase_seconds(steps: int = 20, saves: int = 2, per_sample_s: float = 0.004) 
     res: list[dict[str, Any]] = launch(_rank_fn, 2, args=(steps, saves, per_sample_s), backend="gloo",
                                        timeout=120, stream=False)
     return {k: [max(float(o[k][i]) for o in res) for i in range(len(res[0][k]))] for k in res[0]}
+
+
+_SECONDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e-?\d+)?)\s*s\b")
+
+
+def seconds_in(text: str) -> list[float]:
+    """Every number followed by ``s`` (seconds) in ``text``: ``"after 0.123 s without"`` -> ``[0.123]``
+    (``3x`` and ``72 MB`` are not seconds)."""
+    if not isinstance(text, str):
+        raise TypeError(f"seconds_in expects a str, got {type(text).__name__}")
+    return [float(m) for m in _SECONDS.findall(text)]

@@ -1,4 +1,4 @@
-"""Scaling against quality and cost (exercises 4-5): an alpha-beta fit of gloo's all_reduce, a simulated
+"""Scaling against quality and cost (exercises 3-4): an alpha-beta fit of gloo's all_reduce, a simulated
 8-64-rank cluster calibrated by it, gradient norms at two batch sizes for the noise scale, and the
 time/cost-to-target table the decision is made from.
 

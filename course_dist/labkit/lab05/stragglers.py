@@ -1,4 +1,4 @@
-"""Stragglers (exercise 3): one rank slowed *inside* forward, per-rank compute vs wait, and rebalancing.
+"""Stragglers (exercise 2): one rank slowed *inside* forward, per-rank compute vs wait, and rebalancing.
 
 The slowness is a forward pre-hook that costs ``per_sample_s * factor`` per sample on the slow rank (a sleep,
 so the 2 shared cores are not the bottleneck: the lesson is synchronization, not arithmetic). Because the cost
@@ -130,3 +130,31 @@ def experiment(rebalance: Callable, loss_weight: Callable, world: int = 2, slow_
     details = {"sizes": sizes, "sec_per_sample": sec_per_sample, "recovered": gain,
                "before": before, "after": after, "grad_ref": reference_grad(batch)}
     return table, details
+
+
+def planted_spans(slow: int, world: int = 3, steps: int = 5, seed: int = 0) -> pd.DataFrame:
+    """A synthetic spans frame (``rank, step, kind, seconds``): a known straggler and two planted outliers.
+
+    Rank ``slow`` computes ~30 ms every step, the others ~10 ms (+-10 %, seeded). One fast rank has a 0.5 s
+    GC pause in the middle step (its mean, max and sum of compute exceed the straggler's) and another a 0.2 s
+    first step (warm-up). Comm is the wait for the slowest rank of the step (+1 ms transfer), so every rank's
+    total step time is equal, as under a blocking all-reduce. Only the median compute names ``slow``.
+    """
+    if world < 2 or not 0 <= slow < world:
+        raise ValueError(f"need world >= 2 and slow in [0, world), got world={world!r}, slow={slow!r}")
+    if steps < 5:
+        raise ValueError(f"steps must be >= 5 so one outlier cannot move the median, got {steps!r}")
+    g = torch.Generator().manual_seed(seed)
+    jitter = 1 + 0.2 * (torch.rand(world, steps, generator=g) - 0.5)
+    compute = torch.where(torch.arange(world).unsqueeze(1) == slow, 0.030, 0.010) * jitter
+    pause, warm = (slow + 1) % world, (slow + 2) % world if world > 2 else (slow + 1) % world
+    compute[pause, steps // 2] = 0.5  # a GC pause mid-run, neither the first nor the last step
+    compute[warm, 0] = 0.2  # a slow first step (warm-up)
+    rows = []
+    for s in range(steps):
+        end = float(compute[:, s].max())
+        for r in range(world):
+            c = float(compute[r, s])
+            rows += [{"rank": r, "step": s, "kind": "compute", "seconds": c},
+                     {"rank": r, "step": s, "kind": "comm", "seconds": end - c + 0.001}]
+    return pd.DataFrame(rows)

@@ -1,4 +1,4 @@
-"""Uneven inputs (exercise 2): ranks with different numbers of batches, three ways to end the epoch without a
+"""Uneven inputs (Stretch A): ranks with different numbers of batches, three ways to end the epoch without a
 hang, each checked against a single-process reference of what DDP *should* compute.
 
 Semantics the references encode (torch's Join with DDP, ``divide_by_initial_world_size=True``): at step i the
