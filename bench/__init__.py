@@ -2,7 +2,12 @@
 
 python -m bench               # every benchmark, full repeats (minutes)
 python -m bench --quick       # smoke run: tiny repeats, numbers not for quoting
-python -m bench launch        # only bench_launch.py
+python -m bench launch        # only bench_launch.py (a named run leaves BENCHMARKS.md alone)
+python -m bench gpu           # bench/gpu.py, CUDA nodes only (without a GPU it says so and exits 0)
+
+Every page goes through ``write`` (its ``commit:`` and ``measures:`` stamp, read by ``bench/check.py``) and
+reports each figure as ``spread`` (min / median / max over interleaved rounds), a target as ``verdict``
+('ok' or 'MISS'), and a scaling curve as ``plot_curves`` (``results/<name>.png``).
 """
 
 from __future__ import annotations
