@@ -4,7 +4,8 @@ recorded measurements, never compared with the reference machine's timings.
 - ``fits_match``: the student's alpha/beta per collective equal a least-squares refit of the student's own
   (bytes, time) measurements on the bus-bytes axis;
 - ``decision_consistent``: the student's chosen candidate is what the decision rules pick from the student's
-  own candidate table.
+  own candidate table;
+- ``break_even_matches``: the student's break-even batch is the one the student's own fit and compute give.
 """
 
 from __future__ import annotations
@@ -81,3 +82,16 @@ def decision_consistent(student_value: Any, reference_value: Any = None) -> None
     got = tuple(student_value["chosen"]) if student_value.get("chosen") is not None else None
     assert want is not None, "no candidate of your own table is feasible, yet a card was made"
     assert got == want, f"chose {got} from your candidates; the rules pick {want}"
+
+
+def break_even_matches(student_value: Any, reference_value: Any = None, *, rtol: float = 1e-9) -> None:
+    """``{"sample_s", "grad_bytes", "world", "alpha", "beta", "batch"}``: ``batch`` is the break-even per-rank
+    batch of those numbers, all-reduce time / ((world - 1) * sample_s)."""
+    assert isinstance(student_value, dict), f"expected the break-even inputs and batch, got {student_value!r}"
+    v, w = student_value, int(student_value["world"])
+    comm = 2 * (w - 1) * v["alpha"] + 2 * (w - 1) / w * v["grad_bytes"] * v["beta"]  # one ring all-reduce
+    want = comm / ((w - 1) * v["sample_s"])
+    got = float(student_value["batch"])
+    assert math.isfinite(got) and abs(got - want) <= rtol * abs(want) + 1e-12, (
+        f"break-even at world {w}: {got:.6g} samples per rank; your fit and compute give {want:.6g}"
+    )

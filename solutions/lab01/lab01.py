@@ -413,7 +413,8 @@ display(pd.DataFrame(rows).set_index("configuration").rename(columns=lambda c: f
 #    one rank alone at the same per-rank batch; `world < 2` → `ValueError` naming it (world 2 has one).
 #
 # The fit is graded on synthetic timings with a known α, β and noise, then applied to collectives measured
-# through `launch` on this machine.
+# through `launch` on this machine (also through only the smallest and largest all_reduce size, and to the
+# break-even batch at world 2).
 #
 # Stuck? `hint("lab01.comm")`
 
@@ -573,6 +574,16 @@ print(f"simulated ({SIM}): 8 ranks faster than 1 at the brief's global batch {gl
 # The fit applied to this machine's measurements (checked against your own measurements, not ours).
 assert sorted(fits) == sorted(lab01.COLLECTIVES), f"fits for {sorted(fits)}, want {sorted(lab01.COLLECTIVES)}"
 assert all(math.isfinite(a) and math.isfinite(b) for a, b in fits.values()), f"non-finite fit: {fits}"
+# two distinct sizes are enough for a line: all_reduce fitted on its smallest and largest measured size only
+ar = meas[(meas["collective"] == "all_reduce") & (meas["set"] == "fit")]
+ends = ar[ar["bytes"].isin([ar["bytes"].min(), ar["bytes"].max()])]
+two_fit = fit_alpha_beta(ends["bytes"].tolist(), ends["time_s"].tolist(), "all_reduce", 2)
+assert all(math.isfinite(v) for v in two_fit), f"all_reduce fitted on 2 distinct sizes: {two_fit}, want finite"
+# the break-even per-rank batch at world 2, from this machine's fit (the smallest world that has one)
+b_even2 = dp_break_even_batch(sample_s, grad_bytes, 2, a_ar, b_ar)
+assert math.isfinite(b_even2), f"break-even batch at world 2 from the measured fit: {b_even2}, want finite"
+print(f"all_reduce alpha, beta: all sizes {fits['all_reduce']}, 2 sizes {two_fit}; "
+      f"break-even at world 2: {b_even2:.0f} samples per rank ({SIM})")
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence
 
@@ -581,6 +592,13 @@ fitrows = meas[meas["set"] == "fit"]
 ev.rule("real fits", {c: {"bytes": [float(v) for v in g["bytes"]], "time_s": [float(v) for v in g["time_s"]],
                           "alpha": fits[c][0], "beta": fits[c][1]} for c, g in fitrows.groupby("collective")},
         rule="lab01.fits_match", world=2, rtol=1e-6)
+ev.rule("two-size fit", {"all_reduce": {"bytes": [float(v) for v in ends["bytes"]],
+                                        "time_s": [float(v) for v in ends["time_s"]],
+                                        "alpha": two_fit[0], "beta": two_fit[1]}},
+        rule="lab01.fits_match", world=2, rtol=1e-6)
+ev.rule("break-even at world 2", {"sample_s": float(sample_s), "grad_bytes": float(grad_bytes), "world": 2,
+                                  "alpha": float(a_ar), "beta": float(b_ar), "batch": float(b_even2)},
+        rule="lab01.break_even_matches", rtol=1e-9)
 del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
@@ -1110,7 +1128,8 @@ for i in range(6):  # every class at every seed: 16-bit, fp32 CPU masks, bf16 wi
                                   block_activation_bytes(s, b, h, a, value_bytes=4, mask_bytes=4),
                                   block_activation_bytes(s, b, h, a, dropout=False)])
 ev.close("fp32 ledgers", [float(block_activation_bytes(x["s"], x["b"], x["h"], x["a"], value_bytes=4, mask_bytes=4,
-                                                       dropout=d)) for x, d in zip(ledgers, (True, False))], rtol=0.0)
+                                                       dropout=d)) for x, d in zip(ledgers, (True, False), strict=True)],
+         rtol=0.0)
 del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
