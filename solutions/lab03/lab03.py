@@ -60,8 +60,8 @@ print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.P
 # Lay all parameters of one dtype end to end in one flat vector of `numel` elements. With `world` ranks every
 # rank owns a **contiguous chunk** of `chunk = ceil(numel / world)` elements: rank `r` owns
 # `[r*chunk, (r+1)*chunk)` clipped to `numel` (so the last rank's shard can be shorter, or even empty).
-# `shard_range` returns that `(start, end)`; asking for more shards than there are elements is a mistake:
-# raise `ValueError` naming both numbers.
+# `shard_range` returns that `(start, end)`, a tuple of two `int`s; asking for more shards than there are
+# elements is a mistake: raise `ValueError` naming both numbers (`world == numel` is fine: one element each).
 #
 # The machinery that makes the wrapper behave like the optimizer it replaces is given
 # (`lab03.ShardedOptimizerBase`, a `torch.optim.Optimizer`: `param_groups`, `zero_grad`, LR schedulers,
@@ -84,18 +84,21 @@ print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.P
 # reduce-scatter followed by an all-gather), so ZeRO-1 costs no extra traffic; the step is called on local
 # gradients (no all-reduce before it).
 #
-# The tests, each announced as it runs: world 2, 3 AdamW steps, parameters **bitwise equal** to DDP (full
+# The tests, each announced as it runs: `shard_range` on uneven sizes, one and several empty shards, even
+# sizes and `world == numel` (ints; hidden: 30 more sizes per seed); world 2, 3 AdamW steps, parameters **bitwise equal** to DDP (full
 # AdamW on all-reduced gradients: AdamW is elementwise, so sharding changes no arithmetic) and within 1e-6
 # of torch's `ZeroRedundancyOptimizer`; optimizer state per rank at most `8 x chunk + 64` bytes (about 1/N
 # of AdamW's); the **peak** on the memory ledger below DDP's and at most 1.10x `ZeroRedundancyOptimizer`'s
 # (same model, world, steps and ledger); bytes moved per step from the trace within 1 % of DDP's all-reduce,
-# as one reduce-scatter and one all-gather. Then at world 3 on a model with tied, frozen, never-used and
+# as one reduce-scatter and one all-gather (hidden: world 3, another seed). Then at world 3 on a model with tied, frozen, never-used and
 # every-other-step parameters and one bf16 layer (sizes not divisible by 3), for AdamW and for SGD with
 # momentum, two parameter groups and a StepLR schedule: parameters equal to the wrapped torch optimizer's
 # (fp32 within 1e-4, bf16 within 1.6e-2: the sum order of a reduce-scatter differs from an all-reduce's),
 # dtypes kept (bf16 state for the bf16 layer), frozen and never-used parameters untouched, `zero_grad`
-# clears every gradient, the scheduler's learning rate reaches it, and a fresh optimizer that loads the
-# `state_dict` after step 2 takes the same step 3. Stuck? `hint("lab03.zero1")`
+# clears every gradient, the scheduler's learning rate reaches the wrapped optimizer (its own `param_groups`),
+# a fresh optimizer that loads the `state_dict` after step 2 takes the same step 3, and on the same model all
+# in fp32 (torch's `ZeroRedundancyOptimizer` refuses mixed dtypes) parameters within 1e-4 of
+# `ZeroRedundancyOptimizer` wrapping the same class. Stuck? `hint("lab03.zero1")`
 
 # %% nbgrader={"grade": false, "grade_id": "zero1_solution", "locked": false, "schema_version": 3, "solution": true}
 def shard_range(numel: int, world: int, rank: int) -> tuple[int, int]:
@@ -143,10 +146,15 @@ class ShardedOptimizer(lab03.ShardedOptimizerBase):
 
 
 # %% nbgrader={"grade": true, "grade_id": "zero1_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
-for numel_, world_, want in [(10, 3, [(0, 4), (4, 8), (8, 10)]), (5, 4, [(0, 2), (2, 4), (4, 5), (5, 5)]),
-                             (6, 2, [(0, 3), (3, 6)]), (1, 1, [(0, 1)])]:
+SHARD_CASES = [(10, 3, [(0, 4), (4, 8), (8, 10)]), (5, 4, [(0, 2), (2, 4), (4, 5), (5, 5)]),
+               (7, 6, [(0, 2), (2, 4), (4, 6), (6, 7), (7, 7), (7, 7)]), (6, 2, [(0, 3), (3, 6)]),
+               (3, 3, [(0, 1), (1, 2), (2, 3)]), (1, 1, [(0, 1)])]  # uneven, empty, several empty, even, world = numel
+for numel_, world_, want in SHARD_CASES:
     got = [shard_range(numel_, world_, r) for r in range(world_)]
     assert got == want, f"shard_range(numel={numel_}, world={world_}): {got}, want {want}"
+    types = sorted({type(x).__name__ for pair in got for x in (pair if isinstance(pair, tuple) else [pair])})
+    assert isinstance(got[0], tuple) and types == ["int"], \
+        f"shard_range(numel={numel_}, world={world_}) returns {type(got[0]).__name__} of {types}, want tuple of int"
 try:
     shard_range(3, 4, 0)
     raise AssertionError("shard_range(numel=3, world=4): more shards than elements must raise ValueError")
@@ -186,7 +194,9 @@ def check_requirements(req):
         for dt, tol in [("torch.float32", 1e-4), ("torch.bfloat16", 1.6e-2)]:
             assert r["max_diff"][dt] <= tol, f"{name} at world {r['world']}: {dt} parameters vs torch's " \
                 f"{name}: max |diff| {r['max_diff'][dt]:.3g} (want <= {tol})"
-        print("; equal to torch's", end="")
+        assert r["zro_max_diff"] <= 1e-4, f"{name} at world {r['world']}: parameters vs torch's " \
+            f"ZeroRedundancyOptimizer({name}) on the all-fp32 model: max |diff| {r['zro_max_diff']:.3g} (want <= 1e-4)"
+        print("; equal to torch's and to ZeroRedundancyOptimizer", end="")
         assert r["dtypes"]["halfp.weight"] == "torch.bfloat16" and r["bf16_state"] in ([], ["torch.bfloat16"]), \
             f"{name}: the bf16 layer is {r['dtypes']['halfp.weight']} with state {r['bf16_state']} (want bf16)"
         print("; dtypes kept", end="")
@@ -196,6 +206,9 @@ def check_requirements(req):
         assert r["zero_grad_clears"], f"{name}: zero_grad() left gradients behind"
         assert all(abs(a - b) <= 1e-12 for a, b in zip(r["lr_after"], r["lr_want"], strict=True)), \
             f"{name}: lr after 3 StepLR steps {r['lr_after']}, want {r['lr_want']}"
+        inner_ok = [round(x, 15) for x in r["inner_lr"]] == [round(x, 15) for x in r["inner_lr_want"]]
+        assert inner_ok, f"{name}: the wrapped optimizer stepped with lr {r['inner_lr']}, want " \
+            f"{r['inner_lr_want']} (the scheduler's lr reaches it only through sync_groups)"
         assert r["resume_diff"] == 0, f"{name}: step 3 after load_state_dict differs by {r['resume_diff']:.3g}"
         print("; zero_grad, scheduler, state_dict work")
 
@@ -216,12 +229,16 @@ from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("zero1_tests")
 rng = random.Random(grading_seed())
-cases = [(10, 3), (5, 4), (6, 2), (1, 1)] + [(rng.randint(1, 500), rng.randint(1, 9)) for _ in range(30)]
+cases = [(n, w) for n, w, _want in SHARD_CASES] + [(rng.randint(1, 500), rng.randint(1, 9)) for _ in range(30)]
+w_ = rng.randint(4, 9)
+cases += [(w_, w_), (w_ + 1, w_)]  # at every seed: world = numel, and several empty shards (chunk 2)
 for numel_, world_ in cases:
     if world_ > numel_:
         numel_ = world_  # keep these valid; the invalid class is checked below
     ev.equal(f"shard_range numel={numel_} world={world_}", [list(shard_range(numel_, world_, r))
                                                            for r in range(world_)])
+    ev.equal(f"shard_range numel={numel_} world={world_}: types",
+             [type(x).__name__ for r in range(world_) for x in shard_range(numel_, world_, r)])
 
 
 def raises_value_error(numel_, world_):
@@ -267,6 +284,9 @@ for seed, req in [(0, zero1_req[0]), (seed_h, zero1_req_h[0])]:
         ev.equal(f"{tag}: frozen and never-used untouched", [r["frozen_unchanged"], r["unused_unchanged"]])
         ev.equal(f"{tag}: zero_grad clears, resume equal", [r["zero_grad_clears"], r["resume_diff"]])  # judge: 0
         ev.close(f"{tag}: lr after the schedule", r["lr_after"], rtol=1e-9)
+        ev.close(f"{tag}: lr the wrapped optimizer stepped with", r["inner_lr"], rtol=1e-9)
+        ev.rule(f"{tag}: parameters vs ZeroRedundancyOptimizer (all fp32)", r["zro_max_diff"], rule="common.le",
+                bound=1e-4)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -295,7 +315,8 @@ for seed, req in [(0, zero1_req[0]), (seed_h, zero1_req_h[0])]:
 # AdamW barely notices a constant factor on the gradient, so a missing division would hide in the parameters
 # alone), gradient bytes held after the reduction at most
 # `4 x chunk`, the ledger's live bytes right after the reduction below DDP's at the same point, and the bytes
-# moved per step, counted from the `course_dist` trace, equal to DDP's all-reduce within the padding (1 %). Stuck? `hint("lab03.zero2")`
+# moved per step, counted from the `course_dist` trace, equal to DDP's all-reduce within the padding (1 %),
+# as one reduce-scatter (yours) and one all-gather (the harness's) per step. Stuck? `hint("lab03.zero2")`
 
 # %% nbgrader={"grade": false, "grade_id": "zero2_solution", "locked": false, "schema_version": 3, "solution": true}
 @torch.no_grad()
@@ -331,6 +352,10 @@ def check_zero2(world, res):
         live, ddp_live = out["yours"]["after_reduce_bytes"], out["ddp"]["after_reduce_bytes"]
         assert live < ddp_live, f"world {world}, rank {r}: {live} bytes live after the reduction, DDP " \
             f"{ddp_live} (want below: only a chunk of the gradient stays)"
+    counts = lab03.collective_counts(res.trace, 0, 3, res[0]["yours"]["window"])
+    want = {"reduce_scatter_single": 1.0, "all_gather_single": 1.0}  # yours, then the harness's all-gather
+    assert counts == want, f"world {world}: collectives per step {counts}, want {want} (one reduce-scatter: " \
+        "an all-reduce would put the whole gradient on every rank)"
     assert abs(z2_bytes - ddp_bytes) <= 0.01 * ddp_bytes, \
         f"world {world}: ZeRO-2 moves {z2_bytes:.0f} bytes per step per rank, DDP {ddp_bytes:.0f} (want within 1 %)"
     return ddp_bytes, z2_bytes
@@ -355,6 +380,8 @@ zero2_w3 = launch(lab03.zero2_check, world_size=3, args=(reduce_scatter_grads,),
 for world, res, seed in [(2, zero2_w2, 0), (3, zero2_w3, seed_h)]:
     ev.close(f"world {world}: bytes moved per step, ZeRO-2",
              lab03.bytes_moved(res.trace, world, 0, 3, res[0]["yours"]["window"]), rtol=0.01)
+    ev.equal(f"world {world}: collectives per step, ZeRO-2",
+             lab03.collective_counts(res.trace, 0, 3, res[0]["yours"]["window"]))
     for r, out in enumerate(res):
         ev.close(f"world {world} seed {seed} rank {r}: parameters", lab03.summary(out["yours"]["params"]),
                  atol=1e-6)
@@ -560,8 +587,9 @@ _fig = lab03.plot_tradeoff(tradeoff)
 #
 # Then write `check_averaged(grads, reference, world)`: gradients of a data-parallel run must be the
 # **average** over ranks, i.e. equal to the single-process gradient of the global batch. Compute the ratio
-# `sum(g·r) / sum(r·r)` over all tensors; if it is not within 1e-3 of 1, raise `AssertionError` naming the
-# ratio and, when it is close to `world`, saying the gradients look **summed**. FSDP2 on gloo once summed
+# `sum(g·r) / sum(r·r)` over all tensors and return it (a `float`); if it is not within 1e-3 of 1, raise
+# `AssertionError` naming the ratio and, only when it is close to `world` (within 1 %), saying the gradients
+# look **summed**. FSDP2 on gloo once summed
 # (pytorch issue 162338); the test plants that effect (gradients multiplied by the world size) and your check must
 # catch it.
 #
@@ -569,7 +597,9 @@ _fig = lab03.plot_tradeoff(tradeoff)
 # to the reference run, 1e-5 — your ZeRO-3 per block should agree too, see the table); FSDP2's all-gathers
 # per step per policy, with `reshard_after_forward` True (2 per unit, but 1 for the root when it holds
 # parameters) and False (1 per unit); bytes moved `(1.5 - 0.5 x f)` x DDP's with resharding, 1x without;
-# `check_averaged` passes the averaged gradients and names the summed ones (hidden: gradients scaled by other factors, world 3). Stuck? `hint("lab03.fsdp2")`
+# `check_averaged` passes the averaged gradients and names the summed ones, and on the gradients scaled by
+# 1.0005 (passes), 1.002, 0.5, 1.5 (fail, not "summed"), 2 at world 2 and 3 at world 3 ("summed"), 2 at world
+# 3 (not "summed"), the message naming the ratio (hidden: the same at both worlds and factors drawn per seed). Stuck? `hint("lab03.fsdp2")`
 
 # %% nbgrader={"grade": false, "grade_id": "fsdp2_solution", "locked": false, "schema_version": 3, "solution": true}
 def apply_fsdp2(model: nn.Module, names: list[str], reshard_after_forward: bool = True) -> nn.Module:
@@ -621,6 +651,27 @@ except AssertionError as exc:
     caught = str(exc)
 assert caught is not None, "check_averaged passed gradients that were summed over 2 ranks (ratio 2)"
 assert "summed" in caught, f"the planted bug (summed gradients) must be named 'summed': {caught}"
+
+
+def averaged_verdict(grads, world, k=1.0):
+    """check_averaged on ``grads`` scaled by ``k``: (returned ratio or None, message or None)."""
+    try:
+        return check_averaged({n: g * k for n, g in grads.items()}, single["grads"], world), None
+    except AssertionError as exc:
+        return None, str(exc)
+
+
+# (factor, world, verdict): inside 1e-3, just outside it, far off, summed at world 2 and 3, not summed
+AVERAGED_CASES = [(1.0005, 2, "passes"), (1.002, 2, "fails"), (0.5, 2, "fails"), (1.5, 2, "fails"),
+                  (2.0, 2, "summed"), (3.0, 3, "summed"), (2.0, 3, "fails")]
+for k, world_, want in AVERAGED_CASES:
+    got, msg = averaged_verdict(runs[0]["grads"], world_, k)
+    verdict = "passes" if msg is None else "summed" if "summed" in msg else "fails"
+    assert verdict == want, f"check_averaged on gradients x{k} at world {world_}: {verdict} ({msg}), want " \
+        f"{want} (within 1e-3 of 1 passes; 'summed' only when the ratio is close to the world size)"
+    assert msg is None or f"{k:g}" in msg, f"check_averaged x{k}: the message must name the ratio {k:g}: {msg}"
+    assert msg is not None or (isinstance(got, float) and abs(got - k) < 1e-5), \
+        f"check_averaged x{k} returned {got!r}, want the ratio {k} as a float"
 ddp_bytes = lab03.bytes_moved(fsdp2_w2.trace, 2, 0, STEPS, fsdp2_w2[0]["ddp"]["window"])
 yours = {run["policy"]: run["peak_bytes"] for run in zero3_w2[0]} if "zero3_w2" in globals() else {}
 fsdp_rows = []
@@ -669,10 +720,14 @@ def verdict(grads, world):
 
 ev.equal("check_averaged on FSDP2's averaged gradients", verdict(runs[0]["grads"], 2))
 ev.equal("check_averaged on FSDP2's summed gradients", verdict(runs[4]["grads"], 2))
-k = rng.choice([0.5, 1.01, 1.5])
-ev.equal(f"check_averaged on gradients x{k} (world 3)",
-         verdict({n: g * k for n, g in runs[0]["grads"].items()}, 3))
-ev.equal("check_averaged on gradients x3 at world 3", verdict({n: g * 3 for n, g in runs[0]["grads"].items()}, 3))
+# every class at every seed (the visible cases, at both worlds), then factors drawn from the seed
+drawn = [(rng.uniform(1.0012, 1.5), 3), (rng.uniform(0.5, 0.9988), 2), (1 + rng.uniform(-9e-4, 9e-4), 3)]
+for k, world_ in [(k, w) for k, _w, _v in AVERAGED_CASES for w in (2, 3)] + drawn:
+    got, msg = averaged_verdict(runs[0]["grads"], world_, k)
+    ev.rule(f"check_averaged on gradients x{k:.6f} at world {world_}", msg, rule="lab03.averaged_verdict",
+            factor=round(k, 6), named=f"{k:g}" if (k, world_) not in drawn else None)
+    if msg is None:
+        ev.close(f"check_averaged x{k:.6f} at world {world_}: the returned ratio", got, atol=1e-5)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -693,7 +748,9 @@ ev.equal("check_averaged on gradients x3 at world 3", verdict({n: g * 3 for n, g
 #
 # The tests: FSDP2 per block, 2 steps at world 2, save; a fresh model at world 3 (initialised from another
 # seed: only the checkpoint can make it right) loads and takes step 3: equal to the uninterrupted world-2 run
-# (1e-5); the same checkpoint into a model with wider blocks raises the `ValueError` (naming a `blocks.0.fc1` tensor). Stuck? `hint("lab03.ckpt")`
+# (1e-5); the same checkpoint into a model with wider blocks raises the `ValueError` naming a `blocks.0.fc1`
+# tensor and both shapes, into a model with one block more (an extra tensor) naming a tensor of that block,
+# into one with one block fewer (a missing tensor) naming a tensor of the block it lacks (hidden: world 3 -> 2). Stuck? `hint("lab03.ckpt")`
 
 # %% nbgrader={"grade": false, "grade_id": "ckpt_solution", "locked": false, "schema_version": 3, "solution": true}
 import torch.distributed.checkpoint as dcp  # noqa: E402
@@ -743,9 +800,17 @@ def check_ckpt(save_world, load_world, root):
         msg = out["wrong_model_error"]
         assert msg and "blocks.0.fc1." in msg, \
             f"loading into a model with wider blocks must raise ValueError naming a blocks.0.fc1 tensor: got {msg!r}"
+        hid, shown = lab03.model_config().hidden, msg.replace(path, "<path>")  # a path may hold digits too
+        assert str(hid) in shown and str(hid + 8) in shown, f"the ValueError must name both shapes (the " \
+            f"checkpoint's {hid} wide, the model's {hid + 8}): got {msg!r}"
+        for key, what, name in [("extra_error", "one block more (tensors the checkpoint lacks)", EXTRA),
+                                ("missing_error", "one block fewer (checkpoint tensors it lacks)", MISSING)]:
+            assert out[key] and name in out[key], f"loading into a model with {what} must raise ValueError " \
+                f"naming a {name} tensor: got {out[key]!r}"
     return saved, resumed
 
 
+EXTRA, MISSING = f"blocks.{lab03.model_config().blocks}.", f"blocks.{lab03.model_config().blocks - 1}."
 load_s = None  # set only once the resumed run is checked: the card's fallback quotes it
 ckpt_root = tempfile.mkdtemp(prefix="lab03-ckpt-")
 saved_2, resumed_3 = check_ckpt(2, 3, ckpt_root)
@@ -760,8 +825,13 @@ saved_3, resumed_2 = check_ckpt(3, 2, ckpt_root)
 for label, res in [("world 2 -> 3", resumed_3), ("world 3 -> 2", resumed_2)]:
     for r, out in enumerate(res):
         ev.close(f"{label} rank {r}: parameters after the resumed step", lab03.summary(out["params"]), atol=1e-5)
-        ev.rule(f"{label} rank {r}: wrong model named", out["wrong_model_error"], rule="common.contains",
-                needles=["blocks.0.fc1."])
+        hid = lab03.model_config().hidden
+        ev.rule(f"{label} rank {r}: wrong model named", str(out["wrong_model_error"]).replace(ckpt_root, "<root>"),
+                rule="common.contains", needles=["blocks.0.fc1.", str(hid), str(hid + 8)])
+        ev.rule(f"{label} rank {r}: extra tensor named", out["extra_error"], rule="common.contains",
+                needles=[EXTRA])
+        ev.rule(f"{label} rank {r}: missing tensor named", out["missing_error"], rule="common.contains",
+                needles=[MISSING])
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -67,8 +67,10 @@ def ckpt_resume(apply_fsdp2: Callable, load_fn: Callable, path: str, steps: int 
 def ckpt_resume_check(apply_fsdp2: Callable, load_fn: Callable, path: str, steps: int = 2,
                       policy: str = "block") -> dict[str, Any]:
     """One launch: resume the lab model from ``path`` (one more step), then try loading the same checkpoint
-    into a *different* model (wider blocks), which must raise ValueError naming what differs."""
+    into three *different* models, each of which must raise ValueError naming what differs: wider blocks
+    (``wrong_model_error``: other shapes), one block more (``extra_error``: tensors the checkpoint lacks) and
+    one block fewer (``missing_error``: checkpoint tensors the model lacks)."""
     out = ckpt_resume(apply_fsdp2, load_fn, path, steps, 1, policy)
-    wrong = ckpt_resume(apply_fsdp2, load_fn, path, steps, 1, policy, size="wide")
-    out["wrong_model_error"] = wrong.get("error")
+    for key, size in (("wrong_model_error", "wide"), ("extra_error", "deep"), ("missing_error", "shallow")):
+        out[key] = ckpt_resume(apply_fsdp2, load_fn, path, steps, 1, policy, size=size).get("error")
     return out

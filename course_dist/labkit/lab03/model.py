@@ -46,10 +46,14 @@ def model_config(size: str = "lab") -> ModelConfig:
     if size == "lab":
         return course_dist.pick(full=ModelConfig(d_in=64, width=256, hidden=1024, blocks=4, classes=10),
                                 fast=ModelConfig())
-    if size == "wide":  # a *different* model (checkpoint-mismatch tests): same names, other shapes
-        base = model_config("lab")
-        return ModelConfig(base.d_in, base.width, base.hidden + 8, base.blocks, base.classes)
-    raise ValueError(f"size must be 'lab', 'tiny' or 'wide', got {size!r}")
+    # *different* models (checkpoint-mismatch tests): "wide" has the same names with other shapes, "deep" one
+    # block more (tensors the checkpoint lacks), "shallow" one block fewer (checkpoint tensors it lacks)
+    base = model_config("lab") if size in ("wide", "deep", "shallow") else None
+    if base is not None:
+        hidden = base.hidden + 8 if size == "wide" else base.hidden
+        blocks = base.blocks + {"wide": 0, "deep": 1, "shallow": -1}[size]
+        return ModelConfig(base.d_in, base.width, hidden, blocks, base.classes)
+    raise ValueError(f"size must be 'lab', 'tiny', 'wide', 'deep' or 'shallow', got {size!r}")
 
 
 class Block(nn.Module):

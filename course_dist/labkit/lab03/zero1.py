@@ -148,15 +148,17 @@ class ShardedOptimizerBase(torch.optim.Optimizer):
 # -- the requirements test: a model with every awkward kind of parameter, world 3 --------------------------
 class QuirkyModel(nn.Module):
     """Tied (embedding = head), frozen, never-used and every-other-step parameters, one bf16 layer; numels per
-    dtype (253 fp32, 35 bf16) not divisible by 3."""
+    dtype (253 fp32, 35 bf16) not divisible by 3. ``half=False``: the same model all fp32 (the layer gets a
+    bias: 295 elements, not divisible by 3), for torch's ZeroRedundancyOptimizer (it refuses mixed dtypes)."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, half: bool = True) -> None:
         super().__init__()
         torch.manual_seed(seed)
+        self.dtype = torch.bfloat16 if half else torch.float32
         self.emb = nn.Embedding(11, 7)
         self.frozen = nn.Linear(7, 7).requires_grad_(False)
         self.mid = nn.Linear(7, 5)
-        self.halfp = nn.Linear(5, 7, bias=False).to(torch.bfloat16)
+        self.halfp = nn.Linear(5, 7, bias=not half).to(self.dtype)
         self.sometimes = nn.Linear(7, 7)  # used on even steps only: its gradient is None on odd ones
         self.unused = nn.Linear(7, 3)  # never used: gradient always None
         self.head = nn.Linear(7, 11, bias=False)
@@ -164,7 +166,7 @@ class QuirkyModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor, step: int) -> torch.Tensor:
         h = self.frozen(self.emb(tokens).mean(1)).tanh()
-        h = self.halfp(self.mid(h).relu().to(torch.bfloat16)).float()
+        h = self.halfp(self.mid(h).relu().to(self.dtype)).float()
         if step % 2 == 0:
             h = h + self.sometimes(h)
         return self.head(h)
@@ -197,6 +199,19 @@ def _run(model: nn.Module, opt: torch.optim.Optimizer, steps: range, average: bo
     return sched
 
 
+def _vs_zero_redundancy(opt_cls: type, cls: type, kw: dict[str, Any], steps: int, seed: int) -> float:
+    """Max |diff| of the parameters after ``steps`` steps: your wrapper vs torch's ZeroRedundancyOptimizer
+    wrapping ``cls``, on the all-fp32 ``QuirkyModel`` (tied, frozen, unused, every-other-step parameters; two
+    groups; StepLR), gradients all-reduced for torch's (it reduces none itself)."""
+    from course_dist.labkit.lab03.harness import _import_zero_redundancy
+
+    zro, mine = QuirkyModel(seed, half=False), QuirkyModel(seed, half=False)
+    _run(zro, _import_zero_redundancy()(_groups(zro), optimizer_class=cls, **kw), range(steps), True, seed)
+    _run(mine, opt_cls(_groups(mine), cls, **kw), range(steps), False, seed)
+    return max(float((p.detach() - q.detach()).abs().max())
+               for p, q in zip(mine.parameters(), zro.parameters(), strict=True))
+
+
 def zero1_requirements(opt_cls: type, steps: int = 3, seed: int = 0) -> dict[str, Any]:
     """Inside a rank (world 3): your ``opt_cls(params, optimizer_cls, **kwargs)`` against the wrapped torch
     optimizer itself (gradients all-reduced), for AdamW and SGD with momentum, on ``QuirkyModel`` with two
@@ -218,8 +233,14 @@ def zero1_requirements(opt_cls: type, steps: int = 3, seed: int = 0) -> dict[str
         sched = _run(mine, opt, range(steps - 1, steps), False, seed)
         r["lr_after"] = [g["lr"] for g in opt.param_groups]
         r["lr_want"] = [kw["lr"] * 0.5 ** steps] * 2
+        # the learning rate the wrapped optimizer last stepped with (StepLR halves it after each step): the
+        # scheduler edits the outer param_groups; only sync_groups carries it inside
+        inner_opt = getattr(opt, "optimizer", None)
+        r["inner_lr"] = [g["lr"] for g in inner_opt.param_groups] if inner_opt is not None else []
+        r["inner_lr_want"] = [kw["lr"] * 0.5 ** (steps - 1)] * 2
         del sched
         rp, mp = dict(ref.named_parameters()), dict(mine.named_parameters())
+        r["zro_max_diff"] = _vs_zero_redundancy(opt_cls, cls, kw, steps, seed)
         r["dtypes"] = {n: str(p.dtype) for n, p in mp.items()}
         r["max_diff"] = {str(dt): max(float((mp[n].detach().float() - rp[n].detach().float()).abs().max())
                                       for n in mp if mp[n].dtype == dt)
