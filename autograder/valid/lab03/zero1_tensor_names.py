@@ -35,7 +35,7 @@ class ShardedOptimizer(lab03.ShardedOptimizerBase):
             grads = bucket.flat_grads()
             mine = torch.empty(bucket.chunk, dtype=grads.dtype)
             dist.reduce_scatter_tensor(mine, grads)
-            bucket.set_piece_grads(mine / self.world)
+            bucket.set_piece_grads(mine.div_(self.world))  # in place: a second chunk would raise the peak
             del grads, mine
         self.sync_groups()
         self.optimizer.step()
