@@ -7,46 +7,45 @@ Layout under ``root``::
 
     step-00000040/shared.pt        model, optimizer, scheduler, sampler, step, config, dataset (rank 0)
     step-00000040/rank-00000.pt    that rank's RNG states (one per rank: rank-00000 ... rank-<world-1>)
-    step-00000040/manifest.json    world_size + sha256 and size of every file - written LAST: the
-    commit record
+    step-00000040/manifest.json    world_size + sha256 and size of every file - written LAST: the commit record
     latest                         "step-00000040" - a hint; the scan below is the source of truth
 
 Protocol (the naive version - ``torch.save`` straight to ``step-N/`` - leaves a half-written checkpoint under
-its final name when the job is killed mid-write; a manifest that lists whatever ``iterdir()`` shows
-publishes a
-checkpoint without the rank whose file never arrived):
+its final name when the job is killed mid-write; a manifest that lists whatever ``iterdir()`` shows publishes
+a checkpoint without the rank whose file never arrived):
 
 1. rank 0 creates ``.tmp-step-N/``; everyone waits for it (a gather used as a barrier);
 2. *prepare*: every rank writes its file(s), fsyncs them and reports ``{file: {sha256, bytes}}``; the reports
    are gathered - a rank that died here makes the gather fail on the survivors, and nothing is published;
-3. *commit* (rank 0): the manifest must name ``shared.pt`` and all ``world_size`` rank files, else
-refuse; write
-   it (fsync), rename ``.tmp-step-N`` -> ``step-N`` (atomic on POSIX), fsync the parent, replace
-   ``latest`` the
-   same way, prune complete checkpoints older than this one down to ``keep_last``; the outcome is gathered
-   again, so no rank returns before the checkpoint is published (or all raise).
+3. *commit* (rank 0): the manifest must name ``shared.pt`` and all ``world_size`` rank files, else refuse;
+   write it, fsync it (with rank 0's own small rank file and the ``latest`` pointer, in one batch), fsync the
+   staging folder, rename ``.tmp-step-N`` -> ``step-N`` (atomic on POSIX), move the pointer to ``latest``,
+   fsync the parent, prune complete checkpoints older than this one down to ``keep_last``; the outcome is
+   gathered again, so no rank returns before the checkpoint is published (or all raise).
+
+Cost: a file is serialised once, straight into its file, and hashed from the page cache by a second thread
+while the first waits for its fsync (torch's own crc32 is off for these writes: the sha256 covers every
+byte); ``bench/bench_checkpoint.py`` compares the save with a durable ``torch.save`` + fsync and with DCP.
 
 ``verify_checkpoint`` trusts a folder only when its manifest names every rank file of its world size and every
-checksum matches; ``latest_checkpoint`` returns the newest such folder (the trainer calls it on rank 0
-only and
-broadcasts the choice). Multi-node runs need ``root`` on a filesystem every rank sees.
+checksum matches; ``latest_checkpoint`` returns the newest such folder (the trainer calls it on rank 0 only
+and broadcasts the choice). Multi-node runs need ``root`` on a filesystem every rank sees.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import torch
+
+from .durable import _fsync_file, _hash_into, _no_crc32
 
 log = logging.getLogger(__name__)
 
@@ -56,27 +55,6 @@ MANIFEST = "manifest.json"
 
 def step_dir(root: str | os.PathLike[str], step: int) -> Path:
     return Path(root) / f"step-{step:08d}"
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 Gather = Callable[[Any], list[Any]]
@@ -90,92 +68,28 @@ def rank_file(rank: int) -> str:
     return f"rank-{rank:05d}.pt"
 
 
-#: bytes written between two background writebacks (see _HashingWriter)
-WRITE_BEHIND = 8 << 20
-
-
-class _HashingWriter:
-    """The file object ``torch.save`` writes through: every chunk goes into sha256 and then to the file, so
-    the state is serialised once, never copied into memory (torch hands over views of the tensors' own
-    storage) and never read back to be hashed.
-
-    Write-behind: every ``WRITE_BEHIND`` bytes a helper thread ``fdatasync``s what is written so far, so the
-    disk works while this thread serialises and hashes the next chunks; the final ``fsync`` then flushes only
-    the tail. (A plain ``torch.save`` + ``fsync`` does all its CPU work first, then waits for the whole file:
-    the page cache holds hundreds of MB before writeback starts.)"""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self._f, self._h, self.bytes = f, hashlib.sha256(), 0
-        self._synced_at, self._behind = 0, None  # bytes covered by the last writeback; its thread
-
-    def write(self, data: bytes | memoryview) -> int:
-        self._h.update(data)  # releases the GIL on large chunks, as the write does
-        self.bytes += len(data)
-        n = self._f.write(data)
-        if self.bytes - self._synced_at >= WRITE_BEHIND and not (self._behind and self._behind.is_alive()):
-            self._f.flush()  # into the page cache, where the helper's fdatasync finds it
-            self._synced_at = self.bytes
-            self._behind = threading.Thread(target=os.fdatasync, args=(self._f.fileno(),), daemon=True)
-            self._behind.start()
-        return n
-
-    def flush(self) -> None:
-        self._f.flush()
-
-    def join(self) -> None:
-        """Wait for the writeback in flight (before the file is closed: its descriptor must stay valid)."""
-        if self._behind is not None:
-            self._behind.join()
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
-
-
 def _write_durable(path: Path, obj: Any, sync: bool = True) -> dict[str, Any]:
-    """``torch.save`` straight into the file, hashed while it is written, then fsync: the report of one file
-    (its digest without re-reading it). ``sync=False`` leaves the fsync to the caller (``_fsync_all``), who
-    must do it before the rename that publishes the file.
+    """``torch.save`` straight into ``path`` (torch's own writer: one serialisation, no copy of the state in
+    memory), then fsync - while a second thread hashes the file from the page cache, so the sha256 costs
+    no time of its own: it runs while this thread waits for the disk. Returns the report of one file.
+    ``sync=False`` leaves the fsync to the caller, who must do it before the rename that publishes the file.
 
     torch's per-record crc32 is switched off for this write: the manifest's sha256 covers every byte of the
-    file and is checked before any load, and computing both would cost a second pass over the state (the
-    crc32 costs as much as the sha256 here)."""
-    with open(path, "wb") as f:
-        w = _HashingWriter(f)
-        try:
-            with _no_crc32():
-                torch.save(obj, w)
-        finally:
-            w.join()
-        f.flush()
+    file and is checked before any load, and computing both would cost a second pass over the state on the
+    critical path (the crc32 is computed while writing, before the fsync can start)."""
+    with _no_crc32():
+        torch.save(obj, path)
+    digest: dict[str, Any] = {}
+    hasher = threading.Thread(target=_hash_into, args=(path, digest), daemon=True)
+    hasher.start()
+    try:
         if sync:
-            os.fsync(f.fileno())  # on disk before the manifest can point at it
-    return {"sha256": w.hexdigest(), "bytes": w.bytes}
-
-
-def _fsync_all(paths: list[Path]) -> None:
-    """fsync several files at once, one thread each: the file system then commits them in one journal
-    transaction instead of one after another (3 files of a 13 MB checkpoint: 14 -> 10 ms on this ext4)."""
-    if len(paths) == 1:
-        _fsync_file(paths[0])
-        return
-    with ThreadPoolExecutor(len(paths)) as pool:
-        list(pool.map(_fsync_file, paths))  # list(): re-raises a failed fsync here
-
-
-_CRC_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _no_crc32() -> Iterator[None]:
-    """torch's crc32 option is process-wide: switch it off for one save and put the old value back (a lock:
-    a background save and a foreground one must not restore each other's value)."""
-    with _CRC_LOCK:
-        old = torch.serialization.get_crc32_options()
-        torch.serialization.set_crc32_options(False)
-        try:
-            yield
-        finally:
-            torch.serialization.set_crc32_options(old)
+            _fsync_file(path)  # on disk before the manifest can point at it
+    finally:
+        hasher.join()
+    if "error" in digest:
+        raise digest["error"]
+    return {"sha256": digest["sha256"], "bytes": digest["bytes"]}
 
 
 def _retire(path: Path) -> None:

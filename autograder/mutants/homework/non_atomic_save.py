@@ -21,10 +21,11 @@
 -            shutil.rmtree(tmp)
 -        tmp.mkdir()
 -    gather(None)  # the staging folder exists before anyone writes into it
--    # phase 1 (prepare): my files and their digests, durable before I report them - except rank 0's, which
--    # it fsyncs in one batch with the manifest before the rename that publishes them (_commit)
--    mine = {rank_file(rank): local, **({"shared.pt": shared} if rank == 0 else {})}
--    report = {name: _write_durable(tmp / name, obj, sync=rank != 0) for name, obj in mine.items()}
+-    # phase 1 (prepare): my files, durable, and their digests (rank 0's small rank file is fsynced with the
+-    # manifest, in one batch before the publishing rename: one journal commit less)
+-    report = {rank_file(rank): _write_durable(tmp / rank_file(rank), local, sync=rank != 0)}
+-    if rank == 0:
+-        report["shared.pt"] = _write_durable(tmp / "shared.pt", shared)
 -    reports = gather({"rank": rank, "files": report})
 -    # phase 2 (commit): rank 0 publishes only a checkpoint that holds every rank's file
 -    outcome = None
@@ -33,7 +34,7 @@
 +    sync()
      if rank == 0:
 -        try:
--            _commit(root, tmp, final, step, world_size, reports, keep_last, unsynced=list(mine))
+-            _commit(root, tmp, final, step, world_size, reports, keep_last)
 -        except Exception as e:  # every rank must learn it: nobody may go on believing step N is saved
 -            outcome = f"{type(e).__name__}: {e}"
 -    outcomes = gather(outcome)

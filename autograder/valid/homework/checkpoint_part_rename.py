@@ -7,12 +7,12 @@
 #      names), so it must keep every point. Hunks of the reference module: _write_durable and the manifest
 #      write in _commit changed.
 @@
--    with open(path, "wb") as f:
+-    with _no_crc32():
+-        torch.save(obj, path)
 +    part = path.with_name(path.name + ".part")
 +    with open(part, "wb") as f:
-@@
--        if sync:
--            os.fsync(f.fileno())  # on disk before the manifest can point at it
++        torch.save(obj, f)
++        f.flush()
 +        os.fsync(f.fileno())  # the bytes on disk before the name changes
 +    os.replace(part, path)  # inside the staging folder, fsynced before it is published
 @@
