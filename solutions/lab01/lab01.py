@@ -258,8 +258,8 @@ _ax.axhline(brief["metric"]["target_loss"], ls="--", color="gray")
 #   optimizer state by `dp`, ZeRO-2 also the gradients, ZeRO-3 also the parameters.
 # - **activations**: `act_bytes` is what one micro-batch saves through the whole unsplit model in tensors
 #   that tensor parallelism splits; `act_replicated_bytes` what it saves in tensors every TP rank holds whole
-#   (replicated at the f/g boundaries: a block's input, for one). A rank holds `(act_bytes / tp + act_replicated_bytes) / pp` per micro-batch in flight; in
-#   flight: 1 without a pipeline (`pp == 1`, micro-batches run one after another, whatever the schedule),
+#   (replicated at the f/g boundaries: a block's input, for one). A rank holds
+#   `(act_bytes / tp + act_replicated_bytes) / pp` per micro-batch in flight; in flight: 1 without a pipeline (`pp == 1`, micro-batches run one after another, whatever the schedule),
 #   `micro_batches` under GPipe (all forwards before any backward), `min(micro_batches, pp)` under 1F1B.
 # - refuse impossible configurations with `ValueError` naming the numbers: `world` not divisible by
 #   `tp * pp`, `pp > layers` (when `layers` is given; `pp == layers` is one layer per stage, allowed), `zero`
@@ -634,8 +634,8 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 #
 # `ColumnParallelLinear(dense)` and `RowParallelLinear(dense)` take a dense `nn.Linear` and keep this rank's
 # slice as their own `nn.Parameter`s `weight` and `bias` (copies: an optimizer step on them leaves the dense
-# layer as it was); a feature
-# count not divisible by the world size raises `ValueError` naming it and the world size. Column's forward is
+# layer as it was); a feature count not divisible by the world size raises `ValueError` naming it and the
+# world size. Column's forward is
 # `linear(f(x), weight, bias)`; row's is `g(linear(x_shard, weight)) + bias`. One block therefore costs one
 # all-reduce forward and one backward. The test splits a block at world 2 and compares its output, the input's
 # gradient and every local gradient with the dense block (and with torch's `ColwiseParallel` →
