@@ -37,11 +37,26 @@ from typing import Any
 
 STEP_S = 0.05  # every step padded to this: the survivor's gap is then read in steps
 KILL_AT = 20
-STEPS = 60
+AFTER = 20  # steps both replicas take after the replacement's first commit (then params are compared)
+MAX_STEPS = 5000  # a hard stop, whatever happens
 
 
-def _replica(replica_id: int, lighthouse: str, log: str, kill_at: int | None, steps: int) -> None:
-    """One replica group of one process: train until ``steps`` commits; SIGKILL itself after ``kill_at``."""
+def _stop_step(path: Path) -> int:
+    try:
+        return int(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return MAX_STEPS
+
+
+def _publish(path: Path, value: int) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(str(value))
+    os.replace(tmp, path)
+
+
+def _replica(replica_id: int, lighthouse: str, tmp: str, kill_at: int | None, go: str | None) -> None:
+    """One replica group of one process. Waits for the file ``go`` first if given (a warm spare: imports
+    done, model built); SIGKILLs itself after step ``kill_at``; stops at the step in ``tmp/stop``."""
     from datetime import timedelta
 
     import torch
@@ -53,10 +68,12 @@ def _replica(replica_id: int, lighthouse: str, log: str, kill_at: int | None, st
     from torchft.process_group import ProcessGroupGloo
 
     torch.set_num_threads(1)
-    store = dist.TCPStore("localhost", 0, is_master=True, wait_for_workers=False)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 4))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    while go is not None and not Path(go).exists():
+        time.sleep(0.005)
+    store = dist.TCPStore("localhost", 0, is_master=True, wait_for_workers=False)
 
     def state_dict() -> dict[str, Any]:
         return {"model": model.state_dict(), "optim": opt.state_dict()}
@@ -71,10 +88,10 @@ def _replica(replica_id: int, lighthouse: str, log: str, kill_at: int | None, st
                       timeout=timedelta(seconds=10), quorum_timeout=timedelta(seconds=30))
     ddp = DistributedDataParallel(manager, model)
     optim = OptimizerWrapper(manager, opt)
-    with open(log, "a") as f:
-        start = {"replica": replica_id, "event": "start", "t": time.time(), "pid": os.getpid()}
-        f.write(json.dumps(start) + "\n")
-        while manager.current_step() < steps:
+    me, stop, first = os.getpid(), Path(tmp) / "stop", None
+    with open(Path(tmp) / "events.jsonl", "a") as f:
+        f.write(json.dumps({"replica": replica_id, "pid": me, "event": "start", "t": time.time()}) + "\n")
+        while manager.current_step() < _stop_step(stop):
             t0, before = time.perf_counter(), manager.current_step()
             g = torch.Generator().manual_seed(manager.current_step())
             x, y = torch.randn(8, 32, generator=g), torch.randn(8, 4, generator=g)
@@ -83,63 +100,71 @@ def _replica(replica_id: int, lighthouse: str, log: str, kill_at: int | None, st
             optim.step()  # torchft applies it only if every participant's step went through (should_commit)
             committed = manager.current_step() > before
             time.sleep(max(0.0, STEP_S - (time.perf_counter() - t0)))
-            f.write(json.dumps({"replica": replica_id, "event": "step", "t": time.time(),
-                                "step": manager.current_step(), "committed": bool(committed),
-                                "participants": manager.num_participants()}) + "\n")
+            f.write(json.dumps({"replica": replica_id, "pid": me, "event": "step", "t": time.time(),
+                                "step": manager.current_step(), "committed": committed}) + "\n")
             f.flush()
+            if committed and first is None and replica_id == 1 and kill_at is None:
+                first = manager.current_step()  # the replacement's first commit: both stop AFTER steps later
+                _publish(stop, first + AFTER)
             if kill_at is not None and manager.current_step() >= kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(me, signal.SIGKILL)
         flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-        f.write(json.dumps({"replica": replica_id, "event": "done", "t": time.time(),
-                            "params": flat.tolist()[:64], "sum": float(flat.double().sum())}) + "\n")
+        f.write(json.dumps({"replica": replica_id, "pid": me, "event": "done", "t": time.time(),
+                            "step": manager.current_step(), "params": flat.tolist()}) + "\n")
     manager.shutdown(wait=False)
 
 
-def _run_once(tmp: Path, steps: int, replace: bool = True) -> dict[str, Any]:
+def _run_once(tmp: Path, mode: str) -> dict[str, Any]:
+    """``mode``: "warm" (a spare process, imports done, joins when the kill is seen), "cold" (a process
+    started after the kill) or "none" (the survivor goes on alone for 40 steps)."""
     from torchft._torchft import LighthouseServer
 
     lighthouse = LighthouseServer(bind="[::]:0", min_replicas=1, join_timeout_ms=100)
-    log = str(tmp / "events.jsonl")
-    ctx = mp.get_context("spawn")
+    ctx, go = mp.get_context("spawn"), str(tmp / "go")
+    addr = lighthouse.address()
     try:
-        r0 = ctx.Process(target=_replica, args=(0, lighthouse.address(), log, None, steps))
-        r1 = ctx.Process(target=_replica, args=(1, lighthouse.address(), log, KILL_AT, steps))
-        r0.start()
-        r1.start()
-        r1.join(timeout=300)
-        killed_at = time.time()
-        new = ctx.Process(target=_replica, args=(1, lighthouse.address(), log, None, steps))
-        if replace:
-            new.start()
-        r0.join(timeout=300)
-        if replace:
-            new.join(timeout=300)
+        procs = [ctx.Process(target=_replica, args=(0, addr, str(tmp), None, None)),
+                 ctx.Process(target=_replica, args=(1, addr, str(tmp), KILL_AT, None))]
+        spare = ctx.Process(target=_replica, args=(1, addr, str(tmp), None, go if mode == "warm" else None))
+        for p in procs + ([spare] if mode == "warm" else []):
+            p.start()
+        procs[1].join(timeout=600)
+        if mode == "none":
+            _publish(tmp / "stop", KILL_AT + 40)
+        elif mode == "cold":
+            spare.start()
+        Path(go).touch()
+        procs[0].join(timeout=600)
+        if mode != "none":
+            spare.join(timeout=600)
     finally:
         lighthouse.shutdown()
-    events = [json.loads(line) for line in Path(log).read_text().splitlines()]
-    return _analyse(events, killed_at)
+    events = [json.loads(line) for line in (tmp / "events.jsonl").read_text().splitlines()]
+    return _analyse(events, procs[1].pid)
 
 
-def _analyse(events: list[dict], killed_at: float) -> dict[str, Any]:
+def _analyse(events: list[dict], killed_pid: int | None) -> dict[str, Any]:
+    old = [e for e in events if e["pid"] == killed_pid and e["event"] == "step"]
+    killed_at = old[-1]["t"]  # logged right before its SIGKILL
     s0 = [e for e in events if e["replica"] == 0 and e["event"] == "step" and e["committed"]]
     gaps = [b["t"] - a["t"] for a, b in zip(s0, s0[1:], strict=False)]
     steps0 = [e["step"] for e in s0]
-    rolled_back = sum(1 for a, b in zip(steps0, steps0[1:], strict=False) if b <= a)
-    new_steps = [e for e in events if e["replica"] == 1 and e["event"] == "step" and e["t"] > killed_at
-                 and e["committed"]]
-    starts = [e for e in events if e["replica"] == 1 and e["event"] == "start"]
+    new = [e for e in events if e["replica"] == 1 and e["pid"] != killed_pid]
+    new_steps = [e for e in new if e["event"] == "step" and e["committed"]]
+    starts = [e for e in new if e["event"] == "start"]
     done = {e["replica"]: e for e in events if e["event"] == "done"}
-    last_old = max((e["step"] for e in events if e["replica"] == 1 and e["event"] == "step"
-                    and e["t"] <= killed_at), default=None)
     return {
-        "survivor_rollbacks": rolled_back,
+        "survivor_rollbacks": sum(1 for a, b in zip(steps0, steps0[1:], strict=False) if b <= a),
         "survivor_max_gap_s": max(gaps) if gaps else float("nan"),
         "survivor_median_step_s": statistics.median(gaps) if gaps else float("nan"),
-        "new_start_s": starts[-1]["t"] - killed_at if len(starts) > 1 else float("nan"),
+        "joined_s": starts[0]["t"] - killed_at if starts else float("nan"),
         "recovery_s": new_steps[0]["t"] - killed_at if new_steps else float("nan"),
-        "killed_after_step": last_old,
+        "killed_after_step": old[-1]["step"],
+        "survivor_step_then": max((e["step"] for e in s0 if e["t"] <= new_steps[0]["t"]), default=None)
+        if new_steps else None,
         "resumed_at_step": new_steps[0]["step"] if new_steps else None,
-        "same_params": bool(done.get(0) and done.get(1) and done[0]["params"] == done[1]["params"]),
+        "same_params": bool(0 in done and 1 in done and done[0]["params"] == done[1]["params"]
+                            and done[0]["step"] == done[1]["step"]),
     }
 
 
@@ -163,39 +188,42 @@ def main(quick: bool = False) -> dict[str, Any]:
         return {}
     load = os.getloadavg()[0]
     rounds = 1 if quick else 3
-    runs, alone = [], []
-    for _ in range(rounds):  # interleaved: with a replacement, then without
-        for replace, out in ((True, runs), (False, alone)):
+    runs: dict[str, list[dict]] = {"warm": [], "cold": [], "none": []}
+    for _ in range(rounds):  # interleaved: a warm spare, a cold replacement, nobody
+        for mode, out in runs.items():
             with tempfile.TemporaryDirectory(prefix="bench-torchft-") as tmp:
-                out.append(_run_once(Path(tmp), 30 if quick else STEPS, replace))
-    keys = ["recovery_s", "new_start_s", "survivor_max_gap_s", "survivor_median_step_s"]
+                out.append(_run_once(Path(tmp), mode))
     rows = []
-    for k in keys:
-        xs = sorted(r[k] for r in runs)
-        rows.append(f"| {k} | {xs[0]:.2f} / {statistics.median(xs):.2f} / {xs[-1]:.2f} |")
-    xs = sorted(r["survivor_max_gap_s"] for r in alone)
-    rows.append(f"| survivor_max_gap_s, no replacement | {xs[0]:.2f} / {statistics.median(xs):.2f} / "
-                f"{xs[-1]:.2f} |")
-    facts = [f"| {k} (per run) | {[r[k] for r in runs]} |"
-             for k in ("survivor_rollbacks", "killed_after_step", "resumed_at_step", "same_params")]
-    facts.append(f"| survivor_rollbacks, no replacement | {[r['survivor_rollbacks'] for r in alone]} |")
+    for mode, key in [("warm", "recovery_s"), ("cold", "recovery_s"), ("warm", "joined_s"),
+                      ("cold", "joined_s"), ("warm", "survivor_max_gap_s"), ("cold", "survivor_max_gap_s"),
+                      ("none", "survivor_max_gap_s"), ("warm", "survivor_median_step_s")]:
+        xs = sorted(r[key] for r in runs[mode])
+        rows.append(f"| {key}, {mode} | {xs[0]:.2f} / {statistics.median(xs):.2f} / {xs[-1]:.2f} |")
+    facts = [f"| {k}, {mode} (per run) | {[r[k] for r in runs[mode]]} |" for mode in ("warm", "cold")
+             for k in ("survivor_rollbacks", "killed_after_step", "survivor_step_then", "resumed_at_step",
+                       "same_params")]
+    facts.append(f"| survivor_rollbacks, none | {[r['survivor_rollbacks'] for r in runs['none']]} |")
     text = "\n".join([
         title, "",
         f"{'QUICK smoke run - not a measurement' if quick else 'Full run'}; {rounds} run(s); torchft "
         f"{getattr(sys.modules['torchft'], '__version__', '0.2.0')} on PYTHONPATH (not pinned); "
         f"2 replica groups x 1 process, gloo, steps padded to {STEP_S * 1e3:.0f} ms, replica 1 SIGKILLed "
-        f"after step {KILL_AT} and replaced at once. Load average (1 min) {load:.1f} at start. "
+        f"after step {KILL_AT} and replaced by a warm spare (a process started with the others, imports "
+        f"done, model built, that joins when the kill is seen), by a cold process started after the kill, or "
+        f"not at all (none); the modes interleaved per round. Load average (1 min) {load:.1f} at start. "
         f"Machine: {machine()}.", "",
         "| what | min / median / max (s) |", "|---|---|", *rows, "",
         "| fact | value |", "|---|---|", *facts, "",
         f"torchrun restart path (homework page, not re-measured): {_torchrun_recovery()}", "",
-        "recovery_s: from the kill to the replacement's first committed step (process start, imports, "
-        "quorum, heal from the live peer). survivor_max_gap_s: the survivor's longest time between two "
-        "committed steps; 'no replacement' runs show it when nobody joins (what it waits on inside torchft "
-        "is not broken down here). CPU/gloo figures, not GPU ones.", "",
+        "Times from the killed replica's last logged step (written right before its SIGKILL). joined_s: to "
+        "the replacement's Manager being up (cold: process start and imports included). recovery_s: to its "
+        "first committed step (quorum, heal from the live peer's state). survivor_max_gap_s: the survivor's "
+        "longest time between two committed steps (none: when nobody joins; what it waits on inside torchft "
+        "is not broken down here). survivor_step_then / resumed_at_step: where each stood at that first "
+        "commit. CPU/gloo figures, not GPU ones.", "",
     ])
     write("live_recovery", text)
-    return {"runs": runs, "alone": alone}
+    return runs
 
 
 if __name__ == "__main__":
