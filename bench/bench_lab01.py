@@ -116,12 +116,14 @@ def _bubble(spans: list[tuple]) -> float:
 def _row(what: str, mine: list[float], theirs: list[float], unit_ms: bool = True) -> dict[str, Any]:
     ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
     med = statistics.median(ratios)
+    of = statistics.median(mine) / statistics.median(theirs)
     fmt = "{:.2f}" if unit_ms else "{:.1f}"
     return {
         "what": what,
         "reference": spread([v * 1e3 for v in mine], fmt) + " ms",
         "torch": spread([v * 1e3 for v in theirs], fmt) + " ms",
-        "ratio": spread(ratios, "{:.2f}"),
+        # the per-round ratios (same load) carry the verdict; the ratio of the medians is shown beside them
+        "ratio": f"{spread(ratios, '{:.2f}')} (of medians {of:.2f})",
         "target": f"<= {TARGET}: {verdict(med, TARGET)}",
         "median_ratio": med,
     }
@@ -227,7 +229,9 @@ def main(quick: bool = False) -> dict[str, Any]:
         f"`python -m bench lab01{' --quick' if quick else ''}`; measured {machine()} (load average "
         f"{load0:.1f} before, {load1:.1f} after); {time.perf_counter() - t0:.0f} s in all. gloo, one thread "
         f"per rank. {rounds} interleaved rounds (reference, torch, reference, ...): times and ratios are "
-        "min / median / max over rounds, each ratio taken within its round; the verdict is on the median. "
+        "min / median / max over rounds, each ratio taken within its round (the ratio of the medians in "
+        "brackets); "
+        "the verdict is on the median of the per-round ratios. "
         "Both sides of a ratio are timed by the same clock: 1F1B by the wall clock of a whole step on every "
         "rank (from the step's start barrier to the next one, slowest rank, first and last step dropped), TP "
         "by forward + backward of the block after a barrier (slowest rank). Collectives: fastest of "
