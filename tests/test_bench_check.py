@@ -44,3 +44,45 @@ def test_pages_fresh_stale_and_unstamped(tmp_path: Path) -> None:
     assert got["b.md"] == "", got  # other.py did not change after the page's commit
     assert got["c.md"].startswith("no commit: and measures:"), got
     assert "uncommitted" in got["d.md"], got
+
+
+# The shared benchmarks' pages (issue 25): stamped by bench.write, load and rounds stated, every figure as
+# min / median / max, a plot beside the page. (Freshness is `make bench-check`'s job: it changes with every
+# commit to the measured code, so it is not asserted here.)
+OWN_PAGES = ("launch", "collectives", "ddp", "lab01")
+
+
+def test_shared_pages_stamped_with_spread_and_plot() -> None:
+    from bench.check import COMMIT, MEASURES, ROOT
+
+    for name in OWN_PAGES:
+        page = ROOT / "bench" / "results" / f"{name}.md"
+        text = page.read_text(encoding="utf-8")
+        assert COMMIT.search(text) and MEASURES.search(text), f"{page}: no commit:/measures: stamp"
+        for must in ("load average", "rounds", "min / median / max"):
+            assert must in text, f"{page}: does not state {must!r}"
+        assert f"({name}.png)" in text and (page.parent / f"{name}.png").exists(), f"{page}: no plot"
+
+
+def test_spread_and_verdict() -> None:
+    import pytest
+
+    from bench import spread, verdict
+
+    assert spread([3.0, 1.0, 2.0], "{:.0f}") == "1 / 2 / 3"
+    assert verdict(1.21, 1.2) == "MISS" and verdict(1.2, 1.2) == "ok"
+    assert verdict(4.9, 5.0, at_most=False) == "MISS"
+    with pytest.raises(ValueError, match=r"\[\]"):
+        spread([])
+
+
+def test_check_named_pages_only(capsys) -> None:
+    import pytest
+
+    from bench.check import main
+
+    with pytest.raises(ValueError, match=r"nope\.md"):
+        main(["nope"])
+    main(["launch"])
+    out = capsys.readouterr().out
+    assert out.startswith("launch.md: ") and "collectives.md" not in out, out
