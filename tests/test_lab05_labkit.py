@@ -191,3 +191,53 @@ def test_judge_rules():
     judge.meets_deadline({"plan_time_s": 10.0, "deadline_s": 10.0})
     with pytest.raises(AssertionError, match="beyond"):
         judge.meets_deadline({"plan_time_s": 11.0, "deadline_s": 10.0})
+
+
+@pytest.mark.parametrize("slow", [0, 1, 2])
+def test_planted_spans_only_the_median_names_the_straggler(slow):
+    spans = lab05.planted_spans(slow, world=3, steps=5, seed=slow)
+    compute = spans[spans["kind"] == "compute"].groupby("rank")["seconds"]
+    named = int(compute.median().idxmax())
+    assert named == slow, f"the median names rank {named}, want {slow}"
+    assert int(compute.mean().idxmax()) != slow, "the GC pause should make the mean name another rank"
+    assert int(compute.max().idxmax()) != slow, "the GC pause should make the max name another rank"
+    spread = float(spans.groupby(["rank", "step"])["seconds"].sum().groupby("step").std().max())
+    assert spread < 1e-9, f"every rank's total step time should be equal (blocking all-reduce): std {spread}"
+    with pytest.raises(ValueError, match="steps"):
+        lab05.planted_spans(0, world=3, steps=3)
+
+
+def test_seconds_in_reads_seconds_only():
+    note = "3x the longest wait (72 MB); a heartbeat after 0.123 s; restart within 2s or 1.5e-3 s"
+    assert lab05.seconds_in(note) == [0.123, 2.0, 0.0015], f"got {lab05.seconds_in(note)}"
+    judge.states_seconds({"note": note, "value": 0.13})
+    with pytest.raises(AssertionError, match="0.5"):
+        judge.states_seconds({"note": note, "value": 0.5})
+
+
+def test_fr_read_names_the_odd_rank_by_group_and_seq(tmp_path):
+    import pickle
+
+    from course_dist.labkit.lab05 import hang_tools
+
+    def entry(group, seq, op, line):
+        frames = [{"name": "f", "filename": "/x/course_dist/labkit/lab05/hangs.py", "line": line}]
+        return {"process_group": [group, ""], "collective_seq_id": seq, "profiling_name": f"gloo:{op}",
+                "input_sizes": [[4]], "frames": frames, "is_p2p": False}
+
+    common = [entry("0", 1, "barrier", 1), entry("0", 2, "all_reduce", 10)]
+    dumps = {0: [*common, entry("1", 1, "all_reduce", 12)], 1: [*common, entry("0", 3, "all_reduce", 11)],
+             2: [*common, entry("1", 1, "all_reduce", 12)]}
+    for r, entries in dumps.items():
+        (tmp_path / f"fr_{r}").write_bytes(pickle.dumps({"entries": entries}))
+    got = hang_tools.fr_read(str(tmp_path))
+    assert got == {"rank": 1, "seq": 2, "group": "0", "op": "all_reduce", "line": 11}, f"got {got}"
+
+
+@pytest.mark.usefixtures("no_surviving_children")
+def test_detail_names_the_culprit_of_an_op_mismatch():
+    from course_dist.labkit.lab05 import hang_tools
+
+    got = hang_tools.named(hang_tools.run_tool("op_mismatch", 2, "detail", pg_timeout=5.0), "detail")
+    want = lab05.truth("op_mismatch", 2)
+    assert (got["rank"], got["op"], got["line"]) == (2, "broadcast", want["line"]), f"DETAIL named {got}"

@@ -131,7 +131,8 @@ def fr_read(dump_dir: str) -> dict[str, Any]:
         f = Path(dump_dir, f"fr_{r}")
         entries = pickle.loads(f.read_bytes())["entries"] if f.exists() else []
         # keyed by (group, seq id): DDP's log group and the default group number their collectives apart
-        per_rank[r] = {(e["process_group"][0], e["collective_seq_id"]): e for e in entries if not e.get("is_p2p")}
+        per_rank[r] = {(e["process_group"][0], e["collective_seq_id"]): e
+                       for e in entries if not e.get("is_p2p")}
     seqs = sorted(set().union(*per_rank.values()), key=lambda k: (k[0] != "0", k[1], k[0]))
     for seq in seqs:
         keys = {r: None if seq not in es else (es[seq]["profiling_name"], str(es[seq]["input_sizes"]))
@@ -141,7 +142,8 @@ def fr_read(dump_dir: str) -> dict[str, Any]:
             odd = [r for r, k in keys.items() if counts[k] == 1]
             rank = odd[0] if len(odd) == 1 else None
             e = per_rank[rank].get(seq) if rank is not None else None
-            return {"rank": rank, "seq": seq[1] - 1, "group": seq[0], "op": e["profiling_name"].split(":")[-1] if e else None,
+            op = e["profiling_name"].split(":")[-1] if e else None
+            return {"rank": rank, "seq": seq[1] - 1, "group": seq[0], "op": op,
                     "line": _user_line(e["frames"]) if e else None}
     return {"rank": None, "seq": None, "group": None, "op": None, "line": None}
 
