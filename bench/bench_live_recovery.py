@@ -106,7 +106,9 @@ def _replica(replica_id: int, lighthouse: str, tmp: str, kill_at: int | None, go
             if committed and first is None and replica_id == 1 and kill_at is None:
                 first = manager.current_step()  # the replacement's first commit: both stop AFTER steps later
                 _publish(stop, first + AFTER)
-            if kill_at is not None and manager.current_step() >= kill_at:
+            # only once both replicas train together: a survivor still starting up would have nobody to heal
+            # from (seen in a first run under load: the survivor joined after the kill and both began at 0)
+            if kill_at is not None and manager.current_step() >= kill_at and manager.num_participants() >= 2:
                 os.kill(me, signal.SIGKILL)
         flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
         f.write(json.dumps({"replica": replica_id, "pid": me, "event": "done", "t": time.time(),
