@@ -6,7 +6,7 @@ signals, crash-in-save, slowed rank), ``results`` (what a run left on disk; fing
 ``publication`` (lab 04's fsync and rename rules on the package's save).
 """
 
-from .adapter import apply_mutant, package, package_name, package_root
+from .adapter import apply_mutant, first_unfinished, package, package_name, package_root
 from .drills import (
     ddp_check,
     recovery_parts,
@@ -50,6 +50,7 @@ __all__ = [
     "ddp_check",
     "final",
     "final_params",
+    "first_unfinished",
     "fingerprint",
     "launch_trainer",
     "load_jsonl",
