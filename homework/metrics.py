@@ -14,6 +14,7 @@ import csv
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +73,14 @@ class MetricsLogger:
 
 def process_start_time() -> float | None:
     """Wall-clock time this process was created (Linux ``/proc``; None elsewhere): the start of a restart's
-    import phase in the recovery breakdown."""
+    import phase in the recovery breakdown. The kernel counts a process's start in clock ticks since boot;
+    converted through ``CLOCK_BOOTTIME`` now (``/proc/stat``'s ``btime`` is rounded to whole seconds, which put
+    the start up to a second early and made the restart phase negative)."""
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        btime = next(
-            int(line.split()[1])
-            for line in Path("/proc/stat").read_text().splitlines()
-            if line.startswith("btime")
-        )
-        return btime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - age
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
 
 
