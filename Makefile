@@ -66,7 +66,7 @@ bench: venv
 # Every bench/results page names its commit and the paths it measures; a page older than the last change to
 # those paths (or unstamped) is stale: this lists them and fails.
 bench-check: venv
-	$(VPY) -m bench.check
+	$(VPY) -m bench.check $(PAGES)
 
 lint: venv
 	$(VENV)/bin/ruff check .
