@@ -271,8 +271,9 @@ ev.equal("trainer world 2 summary", {k: kit.final(w2)[k] for k in ("step", "worl
 # An epoch's global order is `torch.randperm(size, generator=torch.Generator().manual_seed(seed + epoch))` - the
 # same on every rank and at every world size; `set_epoch(e)` selects it. Global step `s` trains on
 # `order[s*G:(s+1)*G]` (`G` = global batch); rank `r` takes the `r`-th contiguous `G/world` share, cut into `accum`
-# micro-batches of `micro_batch`. The tail that does not fill a global batch is dropped; `len(sampler)` is the number
-# of steps left in the epoch.
+# micro-batches of `micro_batch`. The tail that does not fill a global batch is dropped (a dataset smaller than one
+# global batch is a `ValueError` naming both sizes); `len(sampler)` is the number of steps left in the epoch, also
+# part-way through it.
 
 # %% nbgrader={"grade": true, "grade_id": "sampler_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
 def epoch_steps(size, gb, mb, world, seed, epoch):
@@ -304,7 +305,8 @@ def check_order(size, gb, mb, world, seed, epoch):
 
 check_order(300, 48, 4, 2, 0, 2)  # a dropped tail (300 = 6 x 48 + 12), world 2, epoch 2
 check_order(256, 32, 4, 4, 5, 1)  # world 4, no tail (256 = 8 x 32)
-assert epoch_steps(40, 48, 4, 2, 0, 0) == [], "40 samples cannot fill one global batch of 48: expected no step"
+_small = raises(ValueError, "48", hw.ElasticSampler, size=40, global_batch=48, micro_batch=4, world_size=2, rank=0)
+assert "40" in _small, f"a dataset of 40 samples cannot fill one global batch of 48: the ValueError must name both: {_small}"
 _part = hw.ElasticSampler(size=300, global_batch=48, micro_batch=4, world_size=2, rank=1, seed=0)
 _part.set_epoch(2)
 _it = iter(_part)
@@ -318,7 +320,7 @@ from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("sampler_tests")
 rng = random.Random(grading_seed())
-combos = [(300, 48, 4, 2, 0, 2), (256, 32, 8, 4, 3, 0), (1000, 64, 16, 1, 7, 5), (40, 48, 4, 2, 0, 0)]
+combos = [(300, 48, 4, 2, 0, 2), (256, 32, 8, 4, 3, 0), (1000, 64, 16, 1, 7, 5), (48, 48, 4, 2, 0, 0)]
 for _ in range(4):
     mb, world, accum = rng.choice([2, 4, 8]), rng.choice([1, 2, 4]), rng.randint(1, 3)
     gb = mb * world * accum
@@ -327,6 +329,7 @@ for c in combos:
     ev.equal(f"epoch steps size,G,mb,world,seed,epoch={c}", epoch_steps(*c))
 ev.rule("epoch 0 != epoch 1", {"a": a, "b": b}, rule="common.differ")
 ev.equal("len after 2 of 6 steps", len(_part))
+ev.rule("40 samples, global batch 48: refused naming both", _small, rule="common.contains", needles=["40", "48"])
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "state_md"}
@@ -475,7 +478,7 @@ ev.equal("crash drill: latest after the crash, resumed_from", [kit.final(crash)[
 ev.rule("crash drill: resumed vs uninterrupted",
         {"base": kit.fingerprint(kit.final_params(run("w1_sgd", nproc=1, **SGD, epochs=3, ckpt_every=8))),
          "other": kit.fingerprint(kit.final_params(crash))}, rule="homework.bitwise_pair")
-ev.equal("keep_last 1 and 2 (beside an incomplete folder)", _keep)
+ev.equal("keep_last 1 and 2 (beside an incomplete folder)", {str(k): v for k, v in _keep.items()})
 rng = random.Random(grading_seed())
 for keep in (1, 2, 3):  # every keep_last class at every seed; the number of saves is drawn
     n = rng.randint(keep + 1, 6)
