@@ -20,11 +20,14 @@ the flight recorder on timeout by itself; gloo has no such watchdog here).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("bench.hang_tools")
@@ -87,6 +90,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     for i in range(rounds):
         loads.append(os.getloadavg()[0])
         results.append(_round(diagnose))
+        raw = [{"case": c, "tool": t, **v} for r in results for (c, t), v in r.items()]
+        Path(tempfile.gettempdir(), "hang_tools_raw.json").write_text(json.dumps(raw, default=str))
         log.info("round %d/%d done", i + 1, rounds)
     header = "| hang (culprit) | " + " | ".join(TOOLS) + " |"
     lines = [
@@ -112,7 +117,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         runs = [(r[(c, t)], lab05.truth(c, k)) for r in results for c, k in CULPRITS.items()]
         summary[t] = {"rank_right": sum(g.get("rank") == w["rank"] for g, w in runs) / len(runs),
                       "line_right": sum(g.get("line") == w["line"] for g, w in runs) / len(runs),
-                      "median_s": statistics.median(float(g["seconds"]) for g, _ in runs)}
+                      "median_s": statistics.median([float(g["seconds"]) for g, _ in runs
+                                                     if g.get("seconds") is not None] or [float("nan")])}
     lines += ["", "| tool | culprit rank right | planted line right | median seconds |", "|---|---|---|---|"]
     lines += [f"| {t} | {s['rank_right']:.0%} | {s['line_right']:.0%} | {s['median_s']:.2f} |"
               for t, s in summary.items()]
