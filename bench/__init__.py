@@ -55,6 +55,20 @@ MEASURES: dict[str, tuple[str, ...]] = {
         "course_dist/_worker.py",
     ),
     "timeout_margin": ("bench/bench_timeout_margin.py", "course_dist/launch.py", "course_dist/_budget.py"),
+    "activations": ("bench/bench_activations.py", "course_dist/labkit/lab01/activations.py"),
+    "brief": (
+        "bench/bench_brief.py",
+        "course_dist/labkit/lab01/brief.py",
+        "course_dist/labkit/homework/brief.py",
+        "solutions/homework/fttrainer",
+    ),
+    # the reference notebooks' execution: any lab source or the machinery they run
+    "course_size": ("bench/bench_course_size.py", "autograder/coursesize.py", "solutions", "course_dist"),
+    "dcp": ("bench/bench_dcp.py", "course_dist/labkit/lab04/sharded.py",
+            "course_dist/labkit/lab04/dcpstall.py"),
+    "hang_tools": ("bench/bench_hang_tools.py", "course_dist/labkit/lab05/hang_tools.py",
+                   "course_dist/labkit/lab05/hangs.py"),
+    "live_recovery": ("bench/bench_live_recovery.py",),
 }
 
 
