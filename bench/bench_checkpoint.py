@@ -11,6 +11,8 @@ rounds; a ratio is taken within each round (same moment, same load) and then sum
   baseline for anything crash-safe); also ``torch.save(state, path)`` (torch's C++ writer) + the same fsyncs.
   The target is judged against the faster of the two in each round;
 - the same with torch's per-record crc32 switched off (no checksum at all: shown, not a target);
+- the same into a new file per save, the last two kept (a crash mid-write then still leaves a checkpoint):
+  the like-for-like plain save, since the atomic save also writes new files and deletes the oldest;
 - ``fttrainer.save_checkpoint`` at world 1, keep_last=2 (each save also deletes the checkpoint that falls
   out): sha256 while writing (crc32 off for that write: the sha256 covers every byte), write-behind
   ``fdatasync``, one batch of fsyncs, staging folder, rename, ``latest``;
@@ -123,6 +125,21 @@ def save_contenders(root: Path, state: dict[str, Any]) -> dict[str, Callable[[],
             os.fsync(f.fileno())
         _fsync_dir(root)
 
+    fresh: list[Path] = []
+
+    def durable_new_file() -> None:
+        """A new file per save, the last two kept: what a crash-safe plain save must do (an overwrite in
+        place destroys the only checkpoint if the job dies mid-write)."""
+        path = root / f"plain-{next(counter)}.pt"
+        with open(path, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(root)
+        fresh.append(path)
+        if len(fresh) > 2:
+            fresh.pop(0).unlink()
+
     def durable_nocrc() -> None:
         old = torch.serialization.get_crc32_options()
         torch.serialization.set_crc32_options(False)
@@ -135,6 +152,7 @@ def save_contenders(root: Path, state: dict[str, Any]) -> dict[str, Callable[[],
         "torch.save + fsync (file object)": durable_file,
         "torch.save(path) + fsync": durable_path,
         "torch.save + fsync, crc32 off": durable_nocrc,
+        "torch.save + fsync, new file, last 2 kept": durable_new_file,
         "atomic save_checkpoint, keep=2": lambda: fttrainer.save_checkpoint(
             root / "atomic", next(counter), state, local, 0, 1, keep_last=2
         ),
@@ -187,8 +205,11 @@ def async_save(root: Path, state: dict[str, Any], n: int) -> dict[str, list[floa
 
     # buffers allocated once and reused by every save: the steady-state stall is a copy, no page faults
     staging = tree_map(lambda v: v.clone() if torch.is_tensor(v) else v, state)
-    pairs = [(a, b) for a, b in zip(tree_flatten(staging)[0], tree_flatten(state)[0], strict=True)
-             if torch.is_tensor(a)]
+    pairs = [
+        (a, b)
+        for a, b in zip(tree_flatten(staging)[0], tree_flatten(state)[0], strict=True)
+        if torch.is_tensor(a)
+    ]
     torch.manual_seed(1)
     net = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(512, 512), torch.nn.ReLU())])
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
@@ -240,8 +261,11 @@ def main(quick: bool = False) -> str:
             results.append(measure_size(Path(tmp), width, depth, n))
         asy = async_save(Path(tmp), results[-1]["state"], n)
     load1 = os.getloadavg()[0]
-    atomic, base_f, base_p = "atomic save_checkpoint, keep=2", "torch.save + fsync (file object)", \
-        "torch.save(path) + fsync"
+    atomic, base_f, base_p = (
+        "atomic save_checkpoint, keep=2",
+        "torch.save + fsync (file object)",
+        "torch.save(path) + fsync",
+    )
     lines = [
         "# Checkpoint save and load: the homework's atomic save vs a durable torch.save vs DCP",
         "",
@@ -260,21 +284,32 @@ def main(quick: bool = False) -> str:
         best = [min(a, b) for a, b in zip(r["saves"][base_f], r["saves"][base_p], strict=True)]
         for name, ts in r["saves"].items():
             ratio = [b / t for b, t in zip(best, ts, strict=True)]
-            lines.append(f"| {mb:.0f} MB | {name} | {mmm(ts, 1e3)} | {mb / statistics.median(ts):.0f} | "
-                         f"{r['peak'][name] / 1e6:.0f} | {mmm(ratio, 1, '.2f')} |")
+            lines.append(
+                f"| {mb:.0f} MB | {name} | {mmm(ts, 1e3)} | {mb / statistics.median(ts):.0f} | "
+                f"{r['peak'][name] / 1e6:.0f} | {mmm(ratio, 1, '.2f')} |"
+            )
         ratio = [b / t for b, t in zip(best, r["saves"][atomic], strict=True)]
         dcp_r = [t / d for t, d in zip(r["saves"][atomic], r["saves"]["DCP save"], strict=True)]
+        like = [
+            b / t
+            for b, t in zip(
+                r["saves"]["torch.save + fsync, new file, last 2 kept"], r["saves"][atomic], strict=True
+            )
+        ]
         med = statistics.median(ratio)
         verdicts.append(
             f"- {mb:.0f} MB: atomic save at **{med:.2f}x** the faster durable torch.save of each round "
             f"(min/median/max {mmm(ratio, 1, '.2f')}; target >= 0.9: **{'met' if med >= 0.9 else 'MISS'}**); "
-            f"DCP save time / atomic {mmm(dcp_r, 1, '.2f')}."
+            f"against a durable torch.save that also writes a new file and keeps the last two: "
+            f"{mmm(like, 1, '.2f')}; DCP save time / atomic {mmm(dcp_r, 1, '.2f')}."
         )
     lines += ["", *verdicts, "", "| state | load | time ms | MB/s (median) |", "|---|---|---|---|"]
     for r in results:
         mb = r["bytes"] / 1e6
-        lines += [f"| {mb:.0f} MB | {name} | {mmm(ts, 1e3)} | {mb / statistics.median(ts):.0f} |"
-                  for name, ts in r["loads"].items()]
+        lines += [
+            f"| {mb:.0f} MB | {name} | {mmm(ts, 1e3)} | {mb / statistics.median(ts):.0f} |"
+            for name, ts in r["loads"].items()
+        ]
     stall = [s / w for s, w in zip(asy["stall"], asy["write"], strict=True)]
     slow = [d / a for d, a in zip(asy["during"], asy["alone"], strict=True)]
     big = results[-1]["bytes"] / 1e6
@@ -282,6 +317,11 @@ def main(quick: bool = False) -> str:
         "",
         "Loads read what the saves just wrote (page cache, not disk). DCP loads the model part only, into "
         "preallocated tensors; the resume re-reads and hashes every file before loading it.",
+        "",
+        "Where the gap to the in-place save comes from, on this ext4: writing a new file (and deleting the "
+        "oldest) costs the plain save as much as it costs the atomic one - compare the `new file, last 2 kept` "
+        "row with the in-place rows; the protocol itself (sha256 instead of torch's crc32, the staging "
+        "folder, one batch of small fsyncs, two renames) is the rest.",
         "",
         f"- async save of {big:.0f} MB: stall (copy into reused staging buffers) {mmm(asy['stall'], 1e3)} "
         "ms, "
