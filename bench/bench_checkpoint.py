@@ -319,8 +319,8 @@ def main(quick: bool = False) -> str:
         "preallocated tensors; the resume re-reads and hashes every file before loading it.",
         "",
         "Where the gap to the in-place save comes from, on this ext4: writing a new file (and deleting the "
-        "oldest) costs the plain save as much as it costs the atomic one - compare the `new file, last 2 kept` "
-        "row with the in-place rows; the protocol itself (sha256 instead of torch's crc32, the staging "
+        "oldest) costs the plain save as much as it costs the atomic one - compare the `new file, last 2 "
+        "kept` row with the in-place rows; the protocol itself (sha256 instead of torch's crc32, the staging "
         "folder, one batch of small fsyncs, two renames) is the rest.",
         "",
         f"- async save of {big:.0f} MB: stall (copy into reused staging buffers) {mmm(asy['stall'], 1e3)} "
