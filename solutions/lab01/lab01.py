@@ -579,6 +579,20 @@ ar = meas[(meas["collective"] == "all_reduce") & (meas["set"] == "fit")]
 ends = ar[ar["bytes"].isin([ar["bytes"].min(), ar["bytes"].max()])]
 two_fit = fit_alpha_beta(ends["bytes"].tolist(), ends["time_s"].tolist(), "all_reduce", 2)
 assert all(math.isfinite(v) for v in two_fit), f"all_reduce fitted on 2 distinct sizes: {two_fit}, want finite"
+# ... and the repeated timings of one size alone are no line at all
+one = ar[ar["bytes"] == ar["bytes"].min()]
+
+
+def one_size_fit() -> str:
+    try:
+        fit_alpha_beta(one["bytes"].tolist(), one["time_s"].tolist(), "all_reduce", 2)
+    except ValueError as exc:
+        return f"ValueError: {exc}"
+    return "accepted"
+
+
+assert one_size_fit().startswith("ValueError"), \
+    f"{len(one)} all_reduce timings of one size must raise ValueError, got {one_size_fit()}"
 # the break-even per-rank batch at world 2, from this machine's fit (the smallest world that has one)
 b_even2 = dp_break_even_batch(sample_s, grad_bytes, 2, a_ar, b_ar)
 assert math.isfinite(b_even2), f"break-even batch at world 2 from the measured fit: {b_even2}, want finite"
@@ -596,6 +610,7 @@ ev.rule("two-size fit", {"all_reduce": {"bytes": [float(v) for v in ends["bytes"
                                         "time_s": [float(v) for v in ends["time_s"]],
                                         "alpha": two_fit[0], "beta": two_fit[1]}},
         rule="lab01.fits_match", world=2, rtol=1e-6)
+ev.equal("one measured size", one_size_fit().split(":")[0])
 ev.rule("break-even at world 2", {"sample_s": float(sample_s), "grad_bytes": float(grad_bytes), "world": 2,
                                   "alpha": float(a_ar), "beta": float(b_ar), "batch": float(b_even2)},
         rule="lab01.break_even_matches", rtol=1e-9)
