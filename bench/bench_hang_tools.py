@@ -71,9 +71,11 @@ def _cell(runs: list[dict[str, Any]], truth: dict[str, Any]) -> str:
     secs = [float(r["seconds"]) for r in runs if r.get("seconds") is not None]
     from bench import spread
 
+    timing = f"{spread(secs, '{:.2f}')} s" if secs else "no time (a rank was killed)"
+
     rank = f"rank {'/'.join(sorted(names))}" + (" ✓" if rank_ok else " ✗")
     line = "line ✓" if line_ok else ("no line" if all(r.get("line") is None for r in runs) else "line ✗")
-    return f"{rank}; {'/'.join(ops)}; {line}; {spread(secs, '{:.2f}')} s"
+    return f"{rank}; {'/'.join(ops)}; {line}; {timing}"
 
 
 def main(quick: bool = False) -> dict[str, Any]:
