@@ -171,3 +171,38 @@ def test_torchrun_sigkill_restart_is_bitwise(tmp_path):
     assert kit.final(tmp_path / "kill")["resumed_from"] == 9, drill.output[-2000:]
     diff = kit.bitwise_equal(kit.final_params(tmp_path / "base"), kit.final_params(tmp_path / "kill"))
     assert not diff, f"{diff}\n{base.output[-1000:]}"
+
+
+# ---------------------------------------------------------------- durable writes, boot times, first task
+def test_write_durable_reports_the_file_sha256_and_restores_crc32(tmp_path):
+    import hashlib
+
+    from fttrainer import checkpoint as ck
+
+    before = torch.serialization.get_crc32_options()
+    state = {"w": torch.arange(100_000.0), "step": 3}
+    rep = ck._write_durable(tmp_path / "x.pt", state)
+    data = (tmp_path / "x.pt").read_bytes()
+    assert rep == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}, (
+        f"report {rep}, file sha256 {hashlib.sha256(data).hexdigest()} of {len(data)} bytes")
+    assert torch.serialization.get_crc32_options() == before, "torch's crc32 option was not restored"
+    got = torch.load(tmp_path / "x.pt", weights_only=True)
+    assert torch.equal(got["w"], state["w"]) and got["step"] == 3, f"round trip lost the state: {got}"
+
+
+def test_process_start_time_is_before_now_and_recent():
+    import time
+
+    from fttrainer.metrics import process_start_time
+
+    t = process_start_time()
+    assert t is not None and time.time() - 3600 < t <= time.time(), f"process start {t}, now {time.time()}"
+
+
+def test_first_unfinished_names_a_ddp_task_in_the_skeleton_and_none_in_the_reference():
+    import importlib
+
+    skeleton = importlib.import_module("homework")
+    msg = kit.first_unfinished(skeleton)
+    assert msg is not None and msg.startswith("homework task ddp:"), f"skeleton's first task: {msg!r}"
+    assert kit.first_unfinished(ft) is None, f"the reference has a stub left: {kit.first_unfinished(ft)!r}"
