@@ -7,7 +7,8 @@ Layout under ``root``::
 
     step-00000040/shared.pt        model, optimizer, scheduler, sampler, step, config, dataset (rank 0)
     step-00000040/rank-00000.pt    that rank's RNG states (one per rank: rank-00000 ... rank-<world-1>)
-    step-00000040/manifest.json    world_size + sha256 and size of every file - written LAST: the commit record
+    step-00000040/manifest.json    world_size, sha256 and size of every file - written LAST: the commit
+                                   record
     latest                         "step-00000040" - a hint; the scan below is the source of truth
 
 Protocol (the naive version - ``torch.save`` straight to ``step-N/`` - leaves a half-written checkpoint under

@@ -1,5 +1,5 @@
-"""Durable files, the helpers of :mod:`.checkpoint`: fsync of files and folders (alone or in one batch), sha256
-of a file, and torch's crc32 switched off for one save. Given (no homework task here)."""
+"""Durable files, the helpers of :mod:`.checkpoint`: fsync of files and folders (alone or in one batch),
+sha256 of a file, and torch's crc32 switched off for one save. Given (no homework task here)."""
 
 from __future__ import annotations
 

@@ -72,8 +72,8 @@ class MetricsLogger:
 def process_start_time() -> float | None:
     """Wall-clock time this process was created (Linux ``/proc``; None elsewhere): the start of a restart's
     import phase in the recovery breakdown. The kernel counts a process's start in clock ticks since boot;
-    converted through ``CLOCK_BOOTTIME`` now (``/proc/stat``'s ``btime`` is rounded to whole seconds, which put
-    the start up to a second early and made the restart phase negative)."""
+    converted through ``CLOCK_BOOTTIME`` now (``/proc/stat``'s ``btime`` is rounded to whole seconds, which
+    put the start up to a second early and made the restart phase negative)."""
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
