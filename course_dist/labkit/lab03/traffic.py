@@ -1,6 +1,6 @@
 """Bytes moved per rank, counted from the ``course_dist`` collective trace (``launch(..., trace=True)``).
 
-Ring bandwidth terms (anchors.md, nccl-tests PERFORMANCE.md), per rank, for a collective over ``world`` ranks
+Ring bandwidth terms (the bus-bandwidth factors of nccl-tests PERFORMANCE.md), per rank, for a collective over ``world`` ranks
 of a full tensor of S bytes: all-reduce 2(N-1)/N S; all-gather and reduce-scatter (N-1)/N S; broadcast S
 (what a rank must receive); the trace gives each call's shape and dtype, from which S follows.
 
