@@ -1,8 +1,8 @@
 """Bytes moved per rank, counted from the ``course_dist`` collective trace (``launch(..., trace=True)``).
 
-Ring bandwidth terms (the bus-bandwidth factors of nccl-tests PERFORMANCE.md), per rank, for a collective over ``world`` ranks
-of a full tensor of S bytes: all-reduce 2(N-1)/N S; all-gather and reduce-scatter (N-1)/N S; broadcast S
-(what a rank must receive); the trace gives each call's shape and dtype, from which S follows.
+Ring bandwidth terms (nccl-tests PERFORMANCE.md's bus-bandwidth factors), per rank, for a collective over
+``world`` ranks of a full tensor of S bytes: all-reduce 2(N-1)/N S; all-gather and reduce-scatter (N-1)/N S;
+broadcast S (what a rank must receive); the trace gives each call's shape and dtype, from which S follows.
 
 FSDP2 calls ``dist.all_gather_single`` / ``dist.reduce_scatter_single``; ``record_single_collectives()``
 (inside a rank, before the first step) makes those show in the trace too. torch's other names for them
