@@ -13,6 +13,14 @@
 # %% [markdown]
 # # Lab 03 — FSDP and ZeRO-style sharding
 #
+# **The brief.** *An eight-GPU job is slower than one GPU and loses progress on failure.* Lab 01 reproduced it and
+# chose what to parallelize by which resource exceeds its budget; lab 02 made data parallelism pay by overlapping
+# its communication. Data parallelism keeps a full copy of the model's state on every rank, so it stops at the
+# model that fits one device. This lab removes that copy, stage by stage, and measures what each stage costs in
+# temporary memory and bytes moved: the resolution's answer when memory, not speed, is what exceeds the budget.
+# Lab 04 then bounds what a failure loses, lab 05 finds the ranks that still hold the job back, and the
+# homework's trainer runs the brief's workload faster at world 2 than at world 1.
+#
 # **Thesis.** *Sharding reduces the steady replicated state, but the wrap boundaries decide the temporary
 # memory and the communication you pay to reconstruct it.*
 #
