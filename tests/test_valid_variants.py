@@ -132,7 +132,8 @@ def test_list_forms_move_the_bytes_of_their_single_tensor_forms():
 # ---- lab03: the ZeRO-3 variant through the lab's own test cell and the judge -------------------------------
 def _cells_to_run(nb, lab: str, answer: str) -> tuple[list[int], list[str]]:  # noqa: ANN001 - NotebookNode
     """Indices of the set-up code cells before ``answer`` (answer cells included, test cells not), the answer
-    cell, and its exercise's auto-graded test cells; and those cells' grade ids."""
+    cell, the exercise's code cells up to its last auto-graded test cell, and those test cells; and the test
+    cells' grade ids."""
     from autograder.rubrics import load_rubric
     from autograder.source import grade_id
     from autograder.verdict import is_auto_test
@@ -142,7 +143,11 @@ def _cells_to_run(nb, lab: str, answer: str) -> tuple[list[int], list[str]]:  # 
     at = next(i for i, c in enumerate(nb.cells) if grade_id(c) == answer)
     setup = [i for i, c in enumerate(nb.cells[:at]) if c.cell_type == "code" and not is_auto_test(c)]
     tests = [i for i, c in enumerate(nb.cells) if grade_id(c) in ex.auto_ids]
-    return setup + [at] + tests, [grade_id(nb.cells[i]) for i in tests]
+    # the exercise's other code cells between its answer and its last test (more answer cells, measurement
+    # cells a later test reads, as lab03's card after the checkpoint): the grader runs them too
+    between = [i for i in range(at + 1, max(tests, default=at)) if i not in tests
+               and nb.cells[i].cell_type == "code" and not is_auto_test(nb.cells[i])]
+    return sorted(setup + [at] + between + tests), [grade_id(nb.cells[i]) for i in tests]
 
 
 def _run(lab: str, nb, cells: list[int], tmp: Path) -> tuple[dict[str, str], Path]:  # noqa: ANN001
