@@ -36,8 +36,8 @@ def machine() -> str:
 MEASURES: dict[str, tuple[str, ...]] = {
     "checkpoint": (
         "bench/bench_checkpoint.py",
-        "course_dist/labkit/lab04",
         "solutions/homework/fttrainer/checkpoint.py",
+        "solutions/homework/fttrainer/durable.py",
     ),
     "collectives": ("bench/bench_collectives.py", "course_dist/launch.py", "course_dist/_worker.py"),
     "ddp": ("bench/bench_ddp.py", "solutions/lab02/lab02.py", "course_dist/labkit/lab02"),
