@@ -9,6 +9,7 @@ re-enter here and auto-resume from the newest complete checkpoint), and a rank s
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -98,6 +99,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             requeue_slurm_job()
         return summary
     finally:
+        # DDP's reducer holds the process group: release the run (and its DDP) first, so the group is
+        # destroyed here and not at interpreter exit, where gloo's threads can abort a finished rank (SIGABRT,
+        # "terminate called without an active exception"), which torchrun answers with a needless restart
+        run = None  # noqa: F841
+        gc.collect()
         teardown(info)
 
 
