@@ -56,6 +56,10 @@ pd.set_option("display.precision", 4)
 model = lab03.make_model()
 PSI = lab03.numel(model)
 STEPS = 3  # AdamW steps of every training test (exercises 3-4 and the measurements)
+# parameters after STEPS AdamW steps vs one process: AdamW's first steps turn the rounding of a near-zero
+# gradient into a difference of up to 2 x lr per step, so the full-size model (more such entries) drifts
+# further (5.9e-4 measured)
+PARAM_TOL = pick(full=1e-3, fast=1e-4)
 print(f"fast mode: {course_dist.fast_mode()} | lab model: {lab03.model_config()} | {PSI} parameters")
 print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.POLICIES})
 
@@ -424,7 +428,7 @@ for world, res, seed in [(2, zero2_w2, 0), (3, zero2_w3, seed_h)]:
 #
 # The tests train 3 steps per wrap policy (whole model / per block / per linear) at world 2 (hidden: world 3,
 # another seed): first-step gradients equal to one process on the global batch within 1e-7, parameters
-# within 1e-4 (AdamW's first steps magnify float rounding), per step exactly 2 all-gathers and 1 reduce-scatter per unit, and the **peak** of live bytes
+# within 1e-4 in fast mode, 1e-3 at full size (AdamW's first steps magnify float rounding), per step exactly 2 all-gathers and 1 reduce-scatter per unit, and the **peak** of live bytes
 # per rank from the memory ledger (`lab03.MemoryLedger`: it sums the live tensor storages after every
 # operation): strictly falling from whole to block to linear, per block below the steady state plus twice the
 # whole model's parameter bytes (visible), and within 10 % of the reference solution's peak for each policy
@@ -501,8 +505,8 @@ for r, runs in enumerate(zero3_w2):
         assert err < 1e-7, f"world 2, policy {run['policy']}, rank {r}: first-step gradients vs one process " \
             f"max |diff| {err:.3g} (want < 1e-7)"
         err = lab03.max_abs_diff(run["params"], single["params"])
-        assert err < 1e-4, f"world 2, policy {run['policy']}, rank {r}: vs one process max |diff| {err:.3g} " \
-            "(want < 1e-4)"
+        assert err < PARAM_TOL, f"world 2, policy {run['policy']}, rank {r}: vs one process max |diff| " \
+            f"{err:.3g} (want < {PARAM_TOL})"
 # a policy's peak: the lower of the two ranks' (the same by symmetry; a rare late free on one rank, a thread
 # releasing a tensor a moment late, must not decide a grade)
 peak_of = {run["policy"]: min(runs[i]["peak_bytes"] for runs in zero3_w2) for i, run in enumerate(zero3_w2[0])}
@@ -604,7 +608,7 @@ else:
 # (pytorch issue 162338); the test plants that effect (gradients multiplied by the world size) and your check must
 # catch it.
 #
-# The tests (world 2): every parameter a sharded DTensor; per-block FSDP2 equal to one process (1e-4; hidden:
+# The tests (world 2): every parameter a sharded DTensor; per-block FSDP2 equal to one process (1e-4 fast, 1e-3 full; hidden:
 # to the reference run, 1e-5 — your ZeRO-3 per block should agree too, see the table); FSDP2's all-gathers
 # per step per policy, with `reshard_after_forward` True (2 per unit, but 1 for the root when it holds
 # parameters) and False (1 per unit); bytes moved `(1.5 - 0.5 x f)` x DDP's with resharding, 1x without;
@@ -652,7 +656,7 @@ assert all(r["sharded"] == n_params for r in runs), \
     f"every parameter must be a sharded DTensor: {[r['sharded'] for r in runs]} of {n_params}"
 single = lab03.train_single(steps=STEPS, grads=True)
 err = lab03.max_abs_diff(runs[0]["params"], single["params"])
-assert err < 1e-4, f"FSDP2 per block vs one process: max |diff| {err:.3g} (want < 1e-4)"
+assert err < PARAM_TOL, f"FSDP2 per block vs one process: max |diff| {err:.3g} (want < {PARAM_TOL})"
 ratio = check_averaged(runs[0]["grads"], single["grads"], 2)
 assert abs(ratio - 1) < 1e-3, f"check_averaged on FSDP2's (averaged) gradients returned {ratio}, want 1 (within 1e-3)"
 try:
