@@ -190,24 +190,19 @@ def _worker_pid(agent: int, rank: int) -> int | None:
     return None
 
 
+def _torchrun(run_dir: Path, *launcher_flags: str) -> list[str]:
+    """``torchrun --standalone`` of the reference trainer at world 2 into ``run_dir`` (its flags follow)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+            *launcher_flags, "-m", "fttrainer.train", "--run-dir", str(run_dir)]
+
+
 def recovery_once(run_dir: Path, kill_after: int, ckpt_every: int) -> dict[str, float]:
     """World 2 under torchrun --max-restarts 3; once rank 0 logged step ``kill_after``, SIGKILL rank 1's
     worker from here and time from that kill to the first step the restarted job logs, by part."""
     from course_dist.labkit.homework import stop_tree, wait_for_step
 
     run_dir.mkdir()
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node=2",
-        "--max-restarts=3",
-        "--monitor-interval=0.5",
-        "-m",
-        "fttrainer.train",
-        "--run-dir",
-        str(run_dir),
+    cmd = _torchrun(run_dir, "--max-restarts=3", "--monitor-interval=0.5") + [
         "--ckpt-every",
         str(ckpt_every),
         "--max-steps",
@@ -277,16 +272,7 @@ def _torchrun_sigterm(run_dir: Path, args: list[str]) -> None:
 
     from course_dist.labkit.homework import stop_tree, wait_for_step
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node=2",
-        "-m",
-        "fttrainer.train",
-        "--run-dir",
-        str(run_dir),
+    cmd = _torchrun(run_dir) + [
         *args,
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(REF), str(ROOT)]))
