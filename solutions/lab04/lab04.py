@@ -1038,10 +1038,10 @@ plt.show()
 #
 # The drill (`lab04.dcp_drill`): world 2 saves after steps 2, 4 and 6 (each rank's write held back 0.3 s, rank
 # 0's rename 0.5 s, so that not waiting is caught; rank 0's fsyncs and renames recorded); a second run whose
-# rank 1 is SIGKILLed as its write of step 6 starts; then a fresh model (another seed) at **world 1 and at world
-# 3** loads `latest_complete(root)` (DCP reshards at load), trains to step 6 and must match the uninterrupted
-# world-2 run within 1e-5 (the shards' gradients are summed in another order). A directory layout checks
-# `latest_complete` alone.
+# rank 1 is SIGKILLed as its write of step 6 starts (nothing named `step-00000006` may appear, not even an empty
+# directory); then a fresh model (another seed) at **world 1 and at world 3** loads `latest_complete(root)` (DCP
+# reshards at load), trains to step 6 and must match the uninterrupted world-2 run within 1e-5 (the shards'
+# gradients are summed in another order). A directory layout checks `latest_complete` alone.
 #
 # Stuck? `hint("lab04.dcp")`
 
