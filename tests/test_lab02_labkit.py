@@ -172,3 +172,21 @@ def test_judge_card_rule():
         judge.card(wrong_cap, good)
     with pytest.raises(AssertionError, match=r"must be a finite number, got nan"):
         judge.card({**good, "card": {**measured, "latency": math.nan}}, good)
+
+
+def test_a_violation_naming_no_rank_is_not_silence():
+    """The contract test's "identical replicas pass silently" must tell a raise naming [] from a quiet return
+    (issue 27: ``if diverged is not None`` raised on identical replicas and passed)."""
+
+    def quiet(name, tensors):
+        return None
+
+    def raises_empty(name, tensors):
+        raise lab02.ContractViolation(name, [])
+
+    def raises_one(name, tensors):
+        raise lab02.ContractViolation(name, [1])
+
+    assert lab02.clean_check(quiet) == []
+    assert lab02.clean_check(raises_empty) == ["raised ContractViolation naming no rank"]
+    assert lab02.clean_check(raises_one) == [1]
