@@ -206,3 +206,43 @@ def test_first_unfinished_names_a_ddp_task_in_the_skeleton_and_none_in_the_refer
     msg = kit.first_unfinished(skeleton)
     assert msg is not None and msg.startswith("homework task ddp:"), f"skeleton's first task: {msg!r}"
     assert kit.first_unfinished(ft) is None, f"the reference has a stub left: {kit.first_unfinished(ft)!r}"
+
+
+def test_kill_plan_has_every_class_at_every_seed():
+    """The recovery drill's three SIGKILLs: at every grading seed one before the first checkpoint, one right
+    after a checkpoint, one mid-interval, each after the previous attempt's resume point; both ranks die."""
+    import random
+
+    for seed in range(500):
+        plan = kit.kill_plan(random.Random(20260 + seed), ckpt_every=4, steps=24)
+        (r0, before), (r1, after), (_, mid) = plan
+        assert 1 <= before < 4 and after % 4 == 0 and 4 <= after < mid < 24 and mid % 4, (seed, plan)
+        assert {r0, r1} == {0, 1}, (seed, r0, r1)
+    with pytest.raises(ValueError, match="ckpt_every"):
+        kit.kill_plan(random.Random(0), ckpt_every=4, steps=5)
+
+
+@pytest.mark.parametrize(("warm", "total"), [(4, 20), (0, 8), (1, 9), (3, 17), (6, 30)])
+def test_scheduler_matches_torchs_linear_then_cosine(warm, total):
+    """The stated schedule is torch's own LinearLR (lr/W -> lr over the warm-up) then CosineAnnealingLR (to
+    eta_min = 10 % of lr over total - W steps), chained by SequentialLR: the oracle of the notebook's
+    values."""
+    lr, sched = 0.1, torch.optim.lr_scheduler
+
+    def curve(opt, s):
+        out = []
+        for _ in range(total + 1):
+            out.append(opt.param_groups[0]["lr"])
+            opt.step()
+            s.step()
+        return out
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    got = curve(opt, ft.make_scheduler(opt, ft.TrainConfig(warmup_steps=warm, lr=lr), total_steps=total))
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    cosine = sched.CosineAnnealingLR(opt, T_max=total - warm, eta_min=0.1 * lr)
+    oracle = cosine if warm == 0 else sched.SequentialLR(
+        opt, [sched.LinearLR(opt, 1 / warm, 1.0, total_iters=max(1, warm - 1)), cosine], milestones=[warm])
+    want = curve(opt, oracle)
+    assert got == pytest.approx(want, rel=1e-9, abs=0.0), f"W={warm} T={total}: got {got}, torch {want}"
+    assert got[-1] == pytest.approx(0.1 * lr, rel=1e-12), f"floor after {total} steps: {got[-1]}"

@@ -3,7 +3,8 @@
 ``adapter`` (which package is graded; package mutants), ``procs`` (trainer processes: torchrun, timeouts,
 signals, crash-in-save, slowed rank), ``results`` (what a run left on disk; fingerprints), ``drills``
 (process-group checks of DDP, two-phase saves and the resume choice; numbers recomputed from metrics logs),
-``publication`` (lab 04's fsync and rename rules on the package's save).
+``publication`` (lab 04's fsync and rename rules on the package's save), ``plans`` (fault plans, every
+class of case at every seed).
 """
 
 from .adapter import apply_mutant, first_unfinished, package, package_name, package_root
@@ -15,6 +16,7 @@ from .drills import (
     sigterm_drill,
     two_phase_check,
 )
+from .plans import KILL_CLASSES, kill_plan
 from .procs import (
     SMALL,
     Run,
@@ -39,6 +41,7 @@ from .results import (
 )
 
 __all__ = [
+    "KILL_CLASSES",
     "SMALL",
     "Run",
     "apply_mutant",
@@ -52,6 +55,7 @@ __all__ = [
     "final_params",
     "first_unfinished",
     "fingerprint",
+    "kill_plan",
     "launch_trainer",
     "load_jsonl",
     "package",

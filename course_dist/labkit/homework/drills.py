@@ -9,7 +9,8 @@
   verify, not be chosen, not load.
 - :func:`resume_choice_check` - world 2: rank 1 is made to see no checkpoint; ``resume`` must still continue
   from rank 0's choice on both ranks.
-- :func:`sigterm_drill` - SIGTERM to a live job's whole session once it logged a step.
+- :func:`sigterm_drill` - SIGTERM to a live job's whole session once it logged a step (held there: no race
+  with the job's end).
 - :func:`recovery_parts` / :func:`scaling_from_logs` - numbers recomputed from the metrics logs.
 """
 
@@ -19,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -26,8 +28,10 @@ from typing import Any
 
 import pandas as pd
 
+from course_dist import _budget
+
 from .adapter import package_root
-from .procs import SMALL, start_trainer, stop_tree, wait_for_step
+from .procs import SMALL, budget, start_trainer, stop_tree, wait_for_step
 
 
 def _import(name: str, root: str) -> ModuleType:
@@ -213,6 +217,14 @@ def resume_choice_check(
     )
 
 
+#: seconds every rank sleeps before each step after ``at_step`` (a ``slow`` fault): the signal must land while
+#: the job runs, but the poller sending it is one process among many on a loaded box and the 12+ steps left
+#: took well under a second; 12 x 1 s leave it 12 s, and the job pays about one (it stops a step later)
+HOLD_S = 1.0
+#: torchrun's default SIGTERM -> SIGKILL grace for its workers (``--shutdown-timeout``), seconds
+SHUTDOWN_GRACE_S = 30.0
+
+
 def sigterm_drill(
     pkg: ModuleType,
     run_dir: str | Path,
@@ -221,19 +233,29 @@ def sigterm_drill(
     at_step: int = 3,
     env: dict | None = None,
 ) -> dict[str, Any]:
-    """Start a job, SIGTERM its whole session once rank 0 logged ``at_step``; returns what happened."""
+    """Start a job, SIGTERM its whole session once rank 0 logged ``at_step`` (held there by :data:`HOLD_S`:
+    the trainer's handler runs during the sleep); the waits are cut to what the graded cell has left."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir.parent / f"{run_dir.name}-sigterm.log"
+    plan = [(env or {}).get("COURSE_FAULTS", ""), *(f"slow:{r}@{at_step}:{HOLD_S}" for r in range(nproc))]
+    env = {**(env or {}), "COURSE_FAULTS": ",".join(x for x in plan if x)}
     p = start_trainer(pkg, ["--run-dir", str(run_dir), *args], nproc=nproc, log_path=log, env=env)
+    rc: int | None = None
     try:
-        reached = wait_for_step(run_dir, at_step, timeout=180, p=p)
-        os.killpg(p.pid, signal.SIGTERM)
-        rc = p.wait(timeout=60)
+        reached = wait_for_step(run_dir, at_step, timeout=budget(180.0)[0], p=p)
+        if reached:  # p is not reaped yet (wait_for_step saw it running): its group still exists
+            os.killpg(p.pid, signal.SIGTERM)
+            # torchrun SIGKILLs its workers its grace after the signal, then exits: waiting longer cannot help
+            try:
+                rc = p.wait(timeout=budget(SHUTDOWN_GRACE_S + _budget.MARGIN_S)[0])
+            except subprocess.TimeoutExpired:
+                rc = None
     finally:
         stop_tree(p)
     out = log.read_text(errors="replace")
-    assert reached, f"the job never logged step {at_step}:\n{out[-3000:]}"
+    assert reached, f"the job never logged step {at_step} (exit {p.returncode}):\n{out[-3000:]}"
+    assert rc is not None, f"the job did not exit within {SHUTDOWN_GRACE_S:.0f} s of SIGTERM:\n{out[-3000:]}"
     return {"returncode": rc, "output": out}
 
 

@@ -164,7 +164,9 @@ def run_trainer(
     torchrun: bool | None = None,
     slow_compute: bool = False,
 ) -> Run:
-    """Run to completion (or ``timeout``: then the tree is SIGKILLed and the Run says so)."""
+    """Run to completion (or ``timeout``, cut to what the graded cell has left (:func:`budget`): then the tree
+    is SIGKILLed and the Run says so, where the grader's interrupt of the cell would lose the log)."""
+    timeout, note = budget(timeout)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / f"log-{time.time_ns()}.txt"
@@ -187,8 +189,16 @@ def run_trainer(
         stop_tree(p)  # nothing survives: also reaps workers an agent left behind
     out = log_path.read_text(errors="replace")
     if rc == -999:
-        out += f"\n[harness] TIMEOUT after {timeout:.0f} s: process tree killed"
+        out += f"\n[harness] TIMEOUT after {timeout:.0f} s: process tree killed {note or ''}"
     return Run(rc, out, time.perf_counter() - t0, p.cmd)  # type: ignore[attr-defined]
+
+
+def budget(timeout: float) -> tuple[float, str | None]:
+    """``(seconds, note)``: ``timeout``, or what the graded cell has left minus the launcher's margin
+    when that is less (``course_dist._budget.clamp``, as every ``course_dist.launch``)."""
+    from course_dist import _budget
+
+    return _budget.clamp(timeout)
 
 
 def wait_for_step(
