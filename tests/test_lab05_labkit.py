@@ -241,3 +241,25 @@ def test_detail_names_the_culprit_of_an_op_mismatch():
     got = hang_tools.named(hang_tools.run_tool("op_mismatch", 2, "detail", pg_timeout=5.0), "detail")
     want = lab05.truth("op_mismatch", 2)
     assert (got["rank"], got["op"], got["line"]) == (2, "broadcast", want["line"]), f"DETAIL named {got}"
+
+
+@pytest.mark.usefixtures("no_surviving_children")
+def test_fr_dumps_run_cases_at_once_and_read_their_culprit():
+    """Stretch B's set-up: two planted hangs under the flight recorder at once; the plain entries carry
+    what the exercise reads; ``fr_truth`` names the planted culprit, op and line, and the dumps' (group,
+    seq)."""
+    cases = [("shape_mismatch", 1), ("ddp_unused", 2)]
+    dumps = lab05.fr_dumps(cases, pg_timeout=2.0)
+    assert [(d["case"], d["culprit"]) for d in dumps] == cases
+    for d in dumps:
+        assert sorted(d["entries"]) == [0, 1, 2], d["entries"].keys()
+        e = d["entries"][d["culprit"]][-1]
+        assert set(e) == {"group", "seq", "op", "sizes", "frames"} and isinstance(e["seq"], int), e
+        want = lab05.fr_truth(d["case"], d["culprit"], d["dir"])
+        t = lab05.truth(d["case"], d["culprit"])
+        assert (want["rank"], want["line"]) == (t["rank"], t["line"]), (want, t)
+        culprit_keys = {(x["group"], x["seq"]): x for x in d["entries"][d["culprit"]]}
+        hit = culprit_keys[(want["group"], want["seq"])]
+        assert hit["op"] == want["op"], (hit, want)
+    assert dumps[0]["entries"][1][-1]["sizes"] != dumps[0]["entries"][0][-1]["sizes"], "shape mismatch: sizes"
+    assert lab05.fr_truth("ddp_unused", 2, dumps[1]["dir"])["op"] == "all_reduce"  # DDP's bucket, recorded

@@ -1,4 +1,5 @@
-"""Lab 05 machinery: planted hangs, uneven inputs, stragglers, scaling models and plots (never a solution).
+"""Lab 05 machinery: planted hangs and their flight-recorder dumps, uneven inputs, stragglers, scaling models
+and plots (never a solution).
 
 Notebooks say ``from course_dist.labkit import lab05`` and use ``lab05.plant``, ``lab05.run_uneven``, ...
 Names resolve lazily: a rank that unpickles a planted-hang function imports ``hangs`` only, not pandas and
@@ -12,6 +13,8 @@ from typing import Any
 
 _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("hangs", n) for n in ("CASES", "WORLD", "Frame", "plant", "truth", "user_frames")},
+    **{n: ("frdumps", n) for n in ("fr_dumps", "read_dumps")},
+    "fr_truth": ("frdumps", "truth"),
     **{n: ("plots", n) for n in ("plot_scaling_sim", "plot_step_tail")},
     **{n: ("phases", n) for n in ("EVAL_BATCHES", "phase_seconds", "seconds_in")},
     **{n: ("scaling", n) for n in ("PRICE", "S_MIN", "allreduce_s", "calibration", "candidates",
