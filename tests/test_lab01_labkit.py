@@ -331,6 +331,16 @@ def test_fits_match_refits_the_students_own_numbers():
         judge.fits_match(rec, {"broadcast": {}}, world=2)
 
 
+def test_step_time_matches_compute_plus_one_ring_all_reduce():
+    value = {"compute_s": 0.1, "grad_bytes": 1e8, "world": 4, "alpha": 1e-4, "beta": 1e-9, "step_s": 0.2506}
+    judge.step_time_matches(value)
+    judge.step_time_matches({**value, "world": 1, "step_s": 0.1})  # world 1: no all-reduce
+    with pytest.raises(AssertionError, match="world 4"):  # compute divided by the world once too often
+        judge.step_time_matches({**value, "step_s": 0.025 + 6e-4 + 0.15})
+    with pytest.raises(AssertionError, match="world 1"):
+        judge.step_time_matches({**value, "world": 1, "step_s": 0.1 + 2e-4})
+
+
 def test_decision_consistent():
     table, kw = lab01.scenario("split pays")
     value = {"candidates": table.to_dict("list"), "kw": kw, "chosen": ["dp", 8]}

@@ -5,7 +5,9 @@ recorded measurements, never compared with the reference machine's timings.
   (bytes, time) measurements on the bus-bytes axis;
 - ``decision_consistent``: the student's chosen candidate is what the decision rules pick from the student's
   own candidate table;
-- ``break_even_matches``: the student's break-even batch is the one the student's own fit and compute give.
+- ``break_even_matches``: the student's break-even batch is the one the student's own fit and compute give;
+- ``step_time_matches``: a simulated DDP step is the student's compute plus one ring all-reduce at the
+  student's own fit (none at world 1).
 """
 
 from __future__ import annotations
@@ -94,4 +96,18 @@ def break_even_matches(student_value: Any, reference_value: Any = None, *, rtol:
     got = float(student_value["batch"])
     assert math.isfinite(got) and abs(got - want) <= rtol * abs(want) + 1e-12, (
         f"break-even at world {w}: {got:.6g} samples per rank; your fit and compute give {want:.6g}"
+    )
+
+
+def step_time_matches(student_value: Any, reference_value: Any = None, *, rtol: float = 1e-9) -> None:
+    """``{"compute_s", "grad_bytes", "world", "alpha", "beta", "step_s"}``: ``step_s`` is the compute plus one
+    ring all-reduce of the gradients at those numbers, and the compute alone at world 1."""
+    assert isinstance(student_value, dict), f"expected the step-time inputs and step_s, got {student_value!r}"
+    v, w = student_value, int(student_value["world"])
+    comm = 0.0 if w == 1 else 2 * (w - 1) * v["alpha"] + 2 * (w - 1) / w * v["grad_bytes"] * v["beta"]
+    want = v["compute_s"] + comm
+    got = float(student_value["step_s"])
+    assert math.isfinite(got) and abs(got - want) <= rtol * abs(want) + 1e-15, (
+        f"simulated step at world {w}: {got:.6g} s; compute {v['compute_s']:.6g} s + all-reduce {comm:.6g} s "
+        f"(your fit) give {want:.6g} s"
     )

@@ -334,9 +334,11 @@ m5 = memory_per_rank(1001, world=4, tp=2, zero=3, param_bytes=2, grad_bytes=2, o
 want5 = {"params": 500.5, "grads": 500.5, "optimizer": 3003.0, "activations": 0.0, "total": 4004.0}
 assert all(isinstance(m5[k], float) and math.isclose(m5[k], v) for k, v in want5.items()), \
     f"1001 params, world 4, tp 2, ZeRO-3: {m5}, want floats {want5}"
-for bad, numbers in ((dict(world=6, tp=4), ("6", "4")), (dict(world=4, pp=4, layers=2), ("4", "2")),
-                     (dict(zero=4), ("4",)), (dict(micro_batches=0), ("0",)), (dict(tp=0), ("0",)),
-                     (dict(schedule="zb-v"), ("zb-v",))):
+# every edge of every refusal: tp * pp must divide world (12 splits by 2 and by 4 but not by 2 * 4 = 8), zero
+# below 0 as well as above 3
+for bad, numbers in ((dict(world=6, tp=4), ("6", "4")), (dict(world=12, tp=2, pp=4), ("12",)),
+                     (dict(world=4, pp=4, layers=2), ("4", "2")), (dict(zero=4), ("4",)), (dict(zero=-1), ("-1",)),
+                     (dict(micro_batches=0), ("0",)), (dict(tp=0), ("0",)), (dict(schedule="zb-v"), ("zb-v",))):
     try:
         memory_per_rank(1000, **bad)
         raise AssertionError(f"memory_per_rank(1000, {bad}) must raise ValueError")
@@ -412,9 +414,10 @@ display(pd.DataFrame(rows).set_index("configuration").rename(columns=lambda c: f
 #    `world` ranks (each computing `b * sample_s`, then the all-reduce) process more samples per second than
 #    one rank alone at the same per-rank batch; `world < 2` → `ValueError` naming it (world 2 has one).
 #
-# The fit is graded on synthetic timings with a known α, β and noise, then applied to collectives measured
-# through `launch` on this machine (also through only the smallest and largest all_reduce size, and to the
-# break-even batch at world 2).
+# The fit is graded on synthetic timings with a known α, β and noise (also repeated timings of each size with
+# one outlier among them: least squares over every timing, not a median or a pair of points), then applied to
+# collectives measured through `launch` on this machine (also through only the smallest and largest all_reduce
+# size), to the break-even batch at world 2 and to the simulated world-2 step.
 #
 # Stuck? `hint("lab01.comm")`
 
@@ -481,6 +484,15 @@ assert math.isclose(b_two, (2e-4 + 0.1) / 1e-3), f"break-even batch at world 2: 
 a, b = fit_alpha_beta([1024, 4096], lab01.synthetic("all_reduce", 2, 50e-6, 1e-9, [1024, 4096]), "all_reduce", 2)
 assert math.isclose(a, 50e-6, rel_tol=1e-6) and math.isclose(b, 1e-9, rel_tol=1e-6), \
     f"exactly 2 distinct sizes are enough: fitted alpha {a:.4g}, beta {b:.4g}, want 5e-05 and 1e-09"
+# 3 timings per size, one outlier each (residuals 2d, -d, -d: mean 0, median -d): least squares over every timing
+# recovers alpha and beta exactly; a median per size or a line through two of the points does not
+rep = [1024] * 3 + [4096] * 3
+rep_t = [t + e for t, e in zip(lab01.synthetic("all_reduce", 2, 50e-6, 1e-9, rep), [2e-5, -1e-5, -1e-5] * 2,
+                               strict=True)]
+a, b = fit_alpha_beta(rep, rep_t, "all_reduce", 2)
+assert math.isclose(a, 50e-6, rel_tol=1e-6) and math.isclose(b, 1e-9, rel_tol=1e-6), \
+    f"all_reduce world 2, sizes {rep}, one outlier per size: least squares gives alpha 5e-05, beta 1e-09; " \
+    f"fitted alpha {a:.6g}, beta {b:.6g}"
 for fn, args, bad in ((ddp_step_time, (0.1, 1e8, 0, 1e-4, 1e-9), "0"), (dp_break_even_batch, (1e-3, 1e8, 1, 1e-4, 1e-9), "1")):
     try:
         fn(*args)
@@ -513,6 +525,12 @@ for i in range(10):
 ev.equal("step time world 1", ddp_step_time(0.3, 1e9, 1, 1e-3, 1e-9))
 ev.close("break-even world 2", dp_break_even_batch(rng.uniform(1e-4, 1e-2), 1e8, 2, 1e-4, 1e-9), rtol=1e-9)
 two = [rng.choice(sizes), 3 * rng.choice(sizes)]
+ev.close("visible outliers per size", list(fit_alpha_beta(rep, rep_t, "all_reduce", 2)), rtol=1e-6)
+# every seed: 4 timings of each of 2 drawn sizes, one outlier per size (residuals 3s, -s, -s, -s)
+spread, rep_h = rng.uniform(0.1, 0.5), [rng.choice(sizes)] * 4 + [5 * rng.choice(sizes)] * 4
+rep_ht = [t * (1 + e) for t, e in zip(lab01.synthetic("all_gather", 4, 1e-4, 2e-9, rep_h),
+                                      [3 * spread, -spread, -spread, -spread] * 2, strict=True)]
+ev.close("drawn outlier per size", list(fit_alpha_beta(rep_h, rep_ht, "all_gather", 4)), rtol=1e-6, atol=1e-15)
 ev.close("two distinct sizes", list(fit_alpha_beta(two, lab01.synthetic("broadcast", 2, 1e-4, 2e-9, two), "broadcast",
                                                    2)), rtol=1e-6)
 del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
@@ -521,12 +539,13 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 # %% [markdown]
 # **Measure.** Every collective at world 2 on this machine (one launch). The fit uses the sizes marked
 # `fit`; the `held out` sizes, inside the fitted range, test its predictions (a line fitted up to 4 MB says
-# nothing about 6 MB).
+# nothing about 6 MB). The smallest size is measured twice, as two separate estimates: a repeated size, as in
+# the exercise, and least squares uses both.
 
 # %%
 fit_sizes = pick(full=[2**k for k in range(10, 24, 2)], fast=[2**12, 2**16, 2**19, 2**21])
 held_out = pick(full=[3 * 2**15, 3 * 2**19, 3 * 2**20], fast=[3 * 2**17])
-meas = lab01.measure_collectives(fit_sizes + held_out, world=2, reps=pick(full=9, fast=5))
+meas = lab01.measure_collectives(fit_sizes[:1] + fit_sizes + held_out, world=2, reps=pick(full=9, fast=5))
 shard = [b // 2 if c in ("all_gather", "reduce_scatter") else b
          for c, b in zip(meas["collective"], meas["bytes"], strict=True)]
 meas["set"] = ["held out" if s in held_out else "fit" for s in shard]
@@ -574,6 +593,17 @@ print(f"simulated ({SIM}): 8 ranks faster than 1 at the brief's global batch {gl
 # The fit applied to this machine's measurements (checked against your own measurements, not ours).
 assert sorted(fits) == sorted(lab01.COLLECTIVES), f"fits for {sorted(fits)}, want {sorted(lab01.COLLECTIVES)}"
 assert all(math.isfinite(a) and math.isfinite(b) for a, b in fits.values()), f"non-finite fit: {fits}"
+# least squares over your own timings (the smallest size twice): every line's residuals sum to 0 and are
+# uncorrelated with the bus bytes (the normal equations)
+for coll, (a, b) in fits.items():
+    f = meas[(meas["collective"] == coll) & (meas["set"] == "fit")]
+    steps_, factor = lab01.ring_constants(coll, 2)
+    x, t = [factor * float(v) for v in f["bytes"]], [float(v) for v in f["time_s"]]
+    res = [ti - steps_ * a - xi * b for xi, ti in zip(x, t, strict=True)]
+    r0, r1 = sum(res), sum(xi * ri for xi, ri in zip(x, res, strict=True))
+    assert abs(r0) <= 1e-6 * sum(t) and abs(r1) <= 1e-6 * sum(xi * ti for xi, ti in zip(x, t, strict=True)), \
+        f"{coll}: alpha {a:.6g}, beta {b:.6g} is not the least-squares line of your {len(t)} timings: residuals " \
+        f"sum to {r0:.3g} s and {r1:.3g} s*B against the bus bytes, want 0 and 0"
 # two distinct sizes are enough for a line: all_reduce fitted on its smallest and largest measured size only
 ar = meas[(meas["collective"] == "all_reduce") & (meas["set"] == "fit")]
 ends = ar[ar["bytes"].isin([ar["bytes"].min(), ar["bytes"].max()])]
@@ -596,6 +626,13 @@ assert one_size_fit().startswith("ValueError"), \
 # the break-even per-rank batch at world 2, from this machine's fit (the smallest world that has one)
 b_even2 = dp_break_even_batch(sample_s, grad_bytes, 2, a_ar, b_ar)
 assert math.isfinite(b_even2), f"break-even batch at world 2 from the measured fit: {b_even2}, want finite"
+# the simulated scaling table is your ddp_step_time on this machine's numbers: at world 2, the measured compute
+# of global_batch / 2 samples, then one all-reduce of the gradients (2 alpha + grad_bytes * beta)
+step2, compute2 = float(scaling["step_s"].iloc[1]), sample_s * global_batch / 2
+want2 = compute2 + 2 * a_ar + grad_bytes * b_ar
+assert math.isclose(step2, want2, rel_tol=1e-9), \
+    f"simulated step at world 2: {step2:.6g} s, want compute {compute2:.6g} s + all-reduce " \
+    f"{2 * a_ar + grad_bytes * b_ar:.6g} s = {want2:.6g} s"
 print(f"all_reduce alpha, beta: all sizes {fits['all_reduce']}, 2 sizes {two_fit}; "
       f"break-even at world 2: {b_even2:.0f} samples per rank ({SIM})")
 ### BEGIN HIDDEN TESTS
@@ -614,6 +651,11 @@ ev.equal("one measured size", one_size_fit().split(":")[0])
 ev.rule("break-even at world 2", {"sample_s": float(sample_s), "grad_bytes": float(grad_bytes), "world": 2,
                                   "alpha": float(a_ar), "beta": float(b_ar), "batch": float(b_even2)},
         rule="lab01.break_even_matches", rtol=1e-9)
+for n in (1, 2, 8):  # the simulated scaling table at world 1 (no all-reduce), 2 and 8
+    ev.rule(f"simulated step at world {n}", {"compute_s": float(sample_s * global_batch / n),
+                                             "grad_bytes": float(grad_bytes), "world": n, "alpha": float(a_ar),
+                                             "beta": float(b_ar), "step_s": float(scaling["step_s"].iloc[n - 1])},
+            rule="lab01.step_time_matches", rtol=1e-9)
 del ev  # the judge reads the evidence files; nothing here may print a number (partial credit)
 ### END HIDDEN TESTS
 
@@ -789,6 +831,7 @@ def tp_evidence(ev, res, world):
 
 tp_evidence(ev, tp_res, 2)
 ev.rule("refusals name the numbers", list(tp_res[0]["refusals"].values()), rule="common.contains", needles=["7", "5"])
+ev.rule("refusals name the world", list(tp_res[0]["refusals"].values()), rule="common.contains", needles=["2", "2"])
 for world in pick(full=[3, 4], fast=[3]):
     tp_evidence(ev, launch(lab01.compare_rank, world_size=world, args=(ColumnParallelLinear, RowParallelLinear, 12,
                                                                    24 * world), trace=True, timeout=60), world)
@@ -821,7 +864,8 @@ act_replicated = 4 * brief["metric"]["batch"] * (cfg.layers * cfg.d_model + cfg.
 # 1. **feasible**: `mem_bytes <= mem_budget`; `tp <= gpus_per_node` (tensor parallelism only inside a node);
 #    `dp * micro_batch <= global_batch` (data parallelism is exhausted at global batch ÷ micro-batch);
 #    `ranks <= max_ranks` (the cost budget); a row on a limit is feasible;
-# 2. nothing feasible → `ValueError` naming the budget and the smallest `mem_bytes` on offer;
+# 2. nothing feasible → `ValueError` naming the budget and the smallest `mem_bytes` on offer (the test uses
+#    small numbers: any plain format of them will do);
 # 3. **stop when splitting stops paying**: among feasible rows with `step_s <= (1 + tolerance) * fastest`
 #    (relative, inclusive), take the one with the fewest `ranks`; ties → the smaller `step_s`, then the
 #    earlier row.
@@ -924,6 +968,11 @@ for name in lab01.SCENARIOS:
             f"scenario {name!r}: nothing fits, want a ValueError, got {got}"
     else:
         assert got == want, f"scenario {name!r}: chose {got}, want {want}\n{lab01.scenario(name)[0]}"
+# nothing fits: the ValueError names the budget and the smallest mem_bytes on offer (small numbers, any format)
+none_fit, none_kw = lab01.scenario("nothing fits")
+refusal = choice(none_fit.assign(mem_bytes=[1e7, 150.0]), {**none_kw, "mem_budget": 100.0})
+assert isinstance(refusal, str) and refusal.startswith("ValueError") and "100" in refusal and "150" in refusal, \
+    f"nothing fits (mem_budget 100 B, mem_bytes 1e7 and 150 B): want a ValueError naming 100 and 150, got {refusal}"
 # the card against this lab's own measurements
 measured = {"latency": float(chosen["step_s"]),
             "cost": baseline_metrics(chosen["step_s"], global_batch / int(chosen["ranks"]), None,
@@ -950,6 +999,12 @@ for i in range(40):
     ev.equal(f"random scenario {i}", got.split(":")[0] if isinstance(got, str) else list(got))
 ev.rule("card", {"card": asdict(card), "measured": measured}, rule="common.card", rtol=0.25)
 ev.equal("drill names the dead stage", drill["reported rank"])
+ev.rule("nothing fits names the numbers", refusal, rule="common.contains", needles=["100", "150"])
+budget_h = rng.randint(201, 899)  # drawn: a budget and a smallest row that no other number contains
+smallest_h = budget_h + rng.randint(1, 99)
+refusal_h = choice(none_fit.assign(mem_bytes=[1e7, float(smallest_h)]), {**none_kw, "mem_budget": float(budget_h)})
+ev.rule("nothing fits names drawn numbers", refusal_h, rule="common.contains", needles=[str(budget_h),
+                                                                                       str(smallest_h)])
 ev.rule("decision is decide() of the candidates", {"candidates": cands.to_dict("list"), "kw": decision_kw,
                                                    "chosen": [chosen["strategy"], int(chosen["ranks"])]},
         rule="lab01.decision_consistent")
@@ -995,7 +1050,8 @@ del ev  # the judge reads the evidence files; nothing here may print a number (p
 # they differ in how many micro-batches' activations a stage holds at once (GPipe `m`, 1F1B `p - s` on stage `s`) — the memory of exercise 2. Unknown `kind` →
 # `ValueError` naming it. The test checks gradients and loss against one process and against torch's
 # `ScheduleGPipe` / `Schedule1F1B` (within 1e-6), and the peak activations held per stage, at p = 2, m = 4, and
-# the exact 1F1B order (warm-up, steady state, cool-down) at p = 3, including fewer micro-batches than stages.
+# the exact orders at p = 3: GPipe's, and 1F1B's (warm-up, steady state, cool-down), including fewer
+# micro-batches than stages.
 #
 # Stuck? `hint("lab01.pipeline")`
 
@@ -1058,6 +1114,10 @@ want_order = {(0, 4): [(F_, 0), (F_, 1), (F_, 2), (B_, 0), (F_, 3), (B_, 1), (B_
 for (s, m), want in want_order.items():
     got = [tuple(a) for a in schedule("1f1b", s, 3, m)]
     assert got == want, f"1F1B order, p=3, m={m}, stage {s}: {got}, want {want}"
+want_gpipe = [(F_, i) for i in range(4)] + [(B_, i) for i in range(4)]  # backwards in the forwards' order
+for s in range(3):
+    got = [tuple(a) for a in schedule("gpipe", s, 3, 4)]
+    assert got == want_gpipe, f"GPipe order, p=3, m=4, stage {s}: {got}, want {want_gpipe}"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence
 
