@@ -48,6 +48,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "lab01": ("bench/bench_lab01.py", "solutions/lab01/lab01.py", "course_dist/labkit/lab01"),
     "lab03": ("bench/bench_lab03.py", "solutions/lab03/lab03.py", "course_dist/labkit/lab03"),
     "lab05": ("bench/bench_lab05.py", "solutions/lab05/lab05.py", "course_dist/labkit/lab05"),
+    "overlap": ("bench/bench_overlap.py", "course_dist/labkit/lab03/overlap.py"),
     "launch": (
         "bench/bench_launch.py",
         "course_dist/launch.py",

@@ -35,7 +35,7 @@ from course_dist.seed import FAST_VAR
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "solutions" / "lab03" / "lab03.py"
 log = logging.getLogger("bench.lab03")
-NAMES = ("zero1_solution", "zero3_solution", "fsdp2_solution")
+NAMES = ("zero1_solution", "zero3_solution", "fsdp2_solution", "mixed_solution")
 WORLDS = (1, 2, 3, 4)
 
 
@@ -109,8 +109,9 @@ def _configs(ref: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def mixed_section(launch: Any, rounds: int) -> tuple[list[str], dict[str, float]]:
-    """World 2: the recipe with fp32 and bf16 reduction, each against FSDP2's MixedPrecisionPolicy."""
+def mixed_section(launch: Any, rounds: int, step_fn: Any) -> tuple[list[str], dict[str, float]]:
+    """World 2: the recipe (the reference ``master_step``, stretch B) with fp32 and bf16 reduction, each
+    against FSDP2's MixedPrecisionPolicy."""
     import torch
 
     from bench import spread
@@ -119,7 +120,8 @@ def mixed_section(launch: Any, rounds: int) -> tuple[list[str], dict[str, float]
     runs: dict[str, list[dict[str, Any]]] = {"float32": [], "bfloat16": []}
     for _ in range(rounds):
         for name in runs:
-            runs[name].append(launch(mixed_precision_check, world_size=2, args=(name,), timeout=600)[0])
+            res = launch(mixed_precision_check, world_size=2, args=(name, step_fn), timeout=600)
+            runs[name].append(res[0])
     g32, g16 = runs["float32"][0]["grads0"], runs["bfloat16"][0]["grads0"]
     rel = max(float(((a - b).abs() / b.abs().clamp_min(1e-12)).max()) for a, b in zip(g16, g32, strict=True))
     absd = max(float((a - b).abs().max()) for a, b in zip(g16, g32, strict=True))
@@ -171,7 +173,7 @@ def main(quick: bool = False) -> dict[str, float]:
             for label, cfg in configs.items():
                 res = launch(measure_one, world_size=world, args=(cfg, steps), timeout=600)
                 raw[label][world].append({k: max(r[k] for r in res) for k in res[0]})
-    mixed_lines, mixed_out = mixed_section(launch, rounds)  # issue 26 item 2, world 2
+    mixed_lines, mixed_out = mixed_section(launch, rounds, ref["master_step"])  # issue 26 item 2, world 2
     elapsed = time.perf_counter() - t0
     load1 = os.getloadavg()[0]
 

@@ -247,8 +247,9 @@ def test_zero1_requirements_with_torchs_zero_redundancy_optimizer(no_surviving_c
     for name, r in res[0].items():
         assert r["zro_max_diff"] < 1e-6, (name, r["zro_max_diff"])
         assert r["lr_after"] == pytest.approx(r["lr_want"]), (name, r["lr_after"])
-        # (inner_lr is not checked here: this stand-in shares its group dicts with the wrapped optimizer, so it
-        # shows the lr after the last schedule step; a wrapper that syncs before its step shows the one it used)
+        # (inner_lr is not checked here: this stand-in shares its group dicts with the wrapped optimizer, so
+        # it shows the lr after the last schedule step; a wrapper that syncs before its step shows the one it
+        # used)
 
 
 class TorchZeroMixed(TorchZero):
@@ -276,3 +277,64 @@ class TorchZeroMixed(TorchZero):
                     dist.all_reduce(p.grad)
                     p.grad.div_(dist.get_world_size())
         self.optimizer.step()
+
+
+def _torch_depth_one(blocks, depth):  # noqa: ANN001, ANN202 - torch's prefetch API with the documented lists
+    # set_modules_to_forward_prefetch's docstring: "a singleton list containing the next FSDP module";
+    # backward: "the previous FSDP module" (what torch's implicit backward prefetch does)
+    for i, b in enumerate(blocks):
+        b.set_modules_to_forward_prefetch(blocks[i + 1:i + 2])
+        b.set_modules_to_backward_prefetch(blocks[i - 1:i] if i else [])
+
+
+def test_prefetch_observed_in_fsdp2s_own_order(no_surviving_children):
+    res = launch(lab03.prefetch_check, world_size=2, args=(_torch_depth_one, [None, 1]), kwargs={"timed": 2},
+                 trace=True, timeout=120)
+    implicit, explicit = res[0]
+    blocks = lab03.model_config().blocks
+    assert [n for n in implicit["order"] if n.startswith("blocks.")] == [f"blocks.{i}" for i in range(blocks)]
+    # implicit: nothing ahead in forward on CPU, one behind in backward (torch's default backward prefetch)
+    assert implicit["forward"] == [[i] for i in range(blocks)], implicit["forward"]
+    assert implicit["backward"] == [[0]] + [[i - 1, i] for i in range(1, blocks)], implicit["backward"]
+    ahead = [[i, i + 1] for i in range(blocks - 1)] + [[blocks - 1]]  # depth 1: the next block too
+    assert explicit["forward"] == ahead, explicit["forward"]
+    for run in (implicit, explicit):
+        for kind in ("forward", "backward"):
+            assert run[kind] == lab03.want_gathered(run["order"], run["depth"], kind), (run["depth"], kind)
+        counts = [lab03.collective_counts(res.trace, 0, 3, r["window"]) for r in (implicit, explicit)]
+        assert counts[0] == counts[1], counts
+    assert lab03.max_abs_diff(explicit["params"], implicit["params"]) == 0
+    table = lab03.overlap_table(res[0], res.trace, None, 2)
+    assert list(table["prefetch"]) == ["implicit", "explicit, depth 1"]
+    # depth 1 in forward: one more block gathered as each block computes, exactly one block's bytes more
+    extra = table["extra live in forward / block bytes"].iloc[1]
+    assert extra == pytest.approx(1.0, abs=0.05), f"one more block in flight: {extra:.3f} blocks more live"
+    assert table["extra live in backward / block bytes"].iloc[1] == pytest.approx(0.0, abs=0.05), table
+    assert (table["all_gather_s_per_step (exposed)"] > 0).all(), table
+    assert (table["block_all_gather_s (trace)"] > 0).all(), table
+
+
+def _recipe_step(params, master, optimizer, reduce_dtype):  # noqa: ANN001, ANN202
+    # the recipe written out (the oracle it is held to is FSDP2's MixedPrecisionPolicy, inside the harness)
+    with torch.no_grad():
+        for p, m in zip(params, master, strict=True):
+            g = p.grad.to(reduce_dtype)
+            dist.all_reduce(g)
+            m.grad = g.div_(dist.get_world_size()).float()
+            p.grad = None
+        optimizer.step()
+        for p, m in zip(params, master, strict=True):
+            p.copy_(m)
+            m.grad = None
+
+
+def test_mixed_precision_harness_against_fsdp2s_policy(no_surviving_children):
+    out = launch(lab03.mixed_check, world_size=2, args=(_recipe_step,), timeout=120)[0]
+    for name, run in out["runs"].items():
+        assert run["grad0_diff"] == 0 and run["param_diff"] == 0, (name, run["grad0_diff"], run["param_diff"])
+        assert run["steps_taken"] == 3 and run["dtypes"] == ["torch.bfloat16"], name
+        want = {"bf16 parameters": 2, "bf16 gradients": 2, "fp32 master": 4, "fp32 master gradients": 0,
+                "AdamW moments": 8}
+        assert run["bytes_per_param"] == pytest.approx(want, abs=0.01), run["bytes_per_param"]
+    eff = out["reduce_effect"]
+    assert not eff["bitwise"] and 0 < eff["max_rel"] <= 2 ** -8, eff

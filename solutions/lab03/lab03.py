@@ -33,6 +33,10 @@
 # Everything is fp32 on CPU (gloo): 4 bytes of parameter, 4 of gradient and 8 of AdamW state (two moments)
 # per parameter. The lab model has an odd parameter count on purpose: shards are uneven.
 #
+# Five core exercises (~90 min, 85 points); two optional stretch exercises at the end (15 points): explicit
+# prefetch along the block chain, measured against torch's implicit prefetch (A), and the mixed-precision
+# master-weight step against FSDP2's `MixedPrecisionPolicy` (B).
+#
 # Stuck? Each exercise names its hint, e.g. `hint("lab03.zero1")` (stage 1), `hint("lab03.zero1", 2)`,
 # `hint("lab03.zero1", 3)`. Grading runs this notebook with `COURSE_FAST=1` (smaller sizes).
 
@@ -64,7 +68,7 @@ print(f"fast mode: {course_dist.fast_mode()} | lab model: {lab03.model_config()}
 print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.POLICIES})
 
 # %% [markdown]
-# ## Exercise 1 — ZeRO-1: a sharded optimizer (18 points, ~20 min)
+# ## Exercise 1 — ZeRO-1: a sharded optimizer (15 points, ~20 min)
 #
 # DDP keeps the optimizer state (AdamW: 8 bytes per parameter) on every rank. ZeRO-1 keeps it **once**,
 # spread over the ranks, and is used exactly like torch's `ZeroRedundancyOptimizer`: it wraps any
@@ -103,12 +107,13 @@ print("wrap units per policy:", {p: lab03.wrap_policy(model, p) for p in lab03.P
 # of torch's `ZeroRedundancyOptimizer`; optimizer state per rank at most `8 x chunk + 64` bytes (about 1/N
 # of AdamW's); the **peak** on the memory ledger below DDP's and at most 1.10x `ZeroRedundancyOptimizer`'s
 # (same model, world, steps and ledger); bytes moved per step from the trace within 1 % of DDP's all-reduce,
-# as one reduce-scatter and one all-gather (hidden: world 3, another seed). Then at world 3 on a model with tied, frozen, never-used and
+# as one reduce-scatter and one all-gather (hidden: world 3, another seed). Before those (it runs first): at world 3 on a model with tied, frozen, never-used and
 # every-other-step parameters and one bf16 layer (sizes not divisible by 3), for AdamW and for SGD with
 # momentum, two parameter groups and a StepLR schedule: parameters equal to the wrapped torch optimizer's
 # (fp32 within 1e-4, bf16 within 1.6e-2: the sum order of a reduce-scatter differs from an all-reduce's),
 # dtypes kept (bf16 state for the bf16 layer), frozen and never-used parameters untouched, `zero_grad`
-# clears every gradient, the scheduler's learning rate reaches the wrapped optimizer (its own `param_groups`),
+# clears every gradient (`p.grad` back to `None`, torch's default: a zero tensor is a gradient that the wrapped
+# optimizer would step), the scheduler's learning rate reaches the wrapped optimizer (its own `param_groups`),
 # a fresh optimizer that loads the `state_dict` after step 2 takes the same step 3, and on the same model all
 # in fp32 (torch's `ZeroRedundancyOptimizer` refuses mixed dtypes) parameters within 1e-4 of
 # `ZeroRedundancyOptimizer` wrapping the same class. Stuck? `hint("lab03.zero1")`
@@ -158,7 +163,7 @@ class ShardedOptimizer(lab03.ShardedOptimizerBase):
         ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "zero1_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "zero1_tests", "locked": true, "points": 15, "schema_version": 3, "solution": false}
 SHARD_CASES = [(10, 3, [(0, 4), (4, 8), (8, 10)]), (5, 4, [(0, 2), (2, 4), (4, 5), (5, 5)]),
                (7, 6, [(0, 2), (2, 4), (4, 6), (6, 7), (7, 7), (7, 7)]), (6, 2, [(0, 3), (3, 6)]),
                (3, 3, [(0, 1), (1, 2), (2, 3)]), (1, 1, [(0, 1)])]  # uneven, empty, several empty, even, world = numel
@@ -204,6 +209,10 @@ def check_requirements(req):
         print(f"{name}: a torch.optim.Optimizer with {r['groups']} groups", end="")
         assert r["is_optimizer"] and r["groups"] == 2, f"{name}: isinstance Optimizer {r['is_optimizer']}, " \
             f"param_groups {r['groups']} (want True, 2)"
+        # before the parameters: a gradient zero_grad leaves behind first shows as a wrong step of a parameter
+        # that got no gradient (a zero tensor is a gradient to the wrapped optimizer)
+        assert r["zero_grad_clears"], f"{name}: zero_grad() left gradients behind (want every p.grad None, " \
+            "got a tensor)"
         for dt, tol in [("torch.float32", 1e-4), ("torch.bfloat16", 1.6e-2)]:
             assert r["max_diff"][dt] <= tol, f"{name} at world {r['world']}: {dt} parameters vs torch's " \
                 f"{name}: max |diff| {r['max_diff'][dt]:.3g} (want <= {tol})"
@@ -216,7 +225,6 @@ def check_requirements(req):
         assert r["frozen_unchanged"] and r["unused_unchanged"], f"{name}: frozen untouched " \
             f"{r['frozen_unchanged']}, never-used untouched {r['unused_unchanged']} (want True, True: skip them)"
         print("; no-gradient parameters skipped", end="")
-        assert r["zero_grad_clears"], f"{name}: zero_grad() left gradients behind"
         assert all(abs(a - b) <= 1e-12 for a, b in zip(r["lr_after"], r["lr_want"], strict=True)), \
             f"{name}: lr after 3 StepLR steps {r['lr_after']}, want {r['lr_want']}"
         inner_ok = [round(x, 15) for x in r["inner_lr"]] == [round(x, 15) for x in r["inner_lr_want"]]
@@ -226,6 +234,10 @@ def check_requirements(req):
         print("; zero_grad, scheduler, state_dict work")
 
 
+# the optimizer contract first (world 3): a broken contract (groups, zero_grad) also changes the lab model's
+# memory, and the check that names the contract is the one to read
+zero1_req = launch(lab03.zero1_requirements, world_size=3, args=(ShardedOptimizer,), timeout=300)
+check_requirements(zero1_req[0])
 zero1_w2 = launch(lab03.zero1_check, world_size=2, args=(ShardedOptimizer,), trace=True, timeout=300)
 ddp_b1, z1_b = check_zero1(2, zero1_w2)
 zero1_table = pd.DataFrame([{"optimizer": label, "peak_bytes": zero1_w2[0][k]["peak_bytes"],
@@ -235,8 +247,6 @@ zero1_table = pd.DataFrame([{"optimizer": label, "peak_bytes": zero1_w2[0][k]["p
                             for k, label in [("ddp", "DDP (full AdamW)"), ("yours", "your ShardedOptimizer"),
                                              ("torch", "ZeroRedundancyOptimizer")]])
 display(zero1_table)
-zero1_req = launch(lab03.zero1_requirements, world_size=3, args=(ShardedOptimizer,), timeout=300)
-check_requirements(zero1_req[0])
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
 
@@ -303,7 +313,7 @@ for seed, req in [(0, zero1_req[0]), (seed_h, zero1_req_h[0])]:
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 2 — ZeRO-2: reduce-scatter the gradients (12 points, ~10 min)
+# ## Exercise 2 — ZeRO-2: reduce-scatter the gradients (10 points, ~10 min)
 #
 # ZeRO-1 still all-reduces the **whole** gradient onto every rank, then throws away all but a shard. ZeRO-2
 # reduce-scatters instead: every rank receives only the **average** of its own chunk. Write
@@ -348,7 +358,7 @@ def reduce_scatter_grads(params: list[nn.Parameter]) -> torch.Tensor:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "zero2_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "zero2_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
 def check_zero2(world, res):
     ddp_bytes = lab03.bytes_moved(res.trace, world, 0, 3, res[0]["ddp"]["window"])
     z2_bytes = lab03.bytes_moved(res.trace, world, 0, 3, res[0]["yours"]["window"])
@@ -407,7 +417,7 @@ for world, res, seed in [(2, zero2_w2, 0), (3, zero2_w3, seed_h)]:
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 3 — ZeRO-3 by hand: gather, compute, free (22 + 4 points, ~30 min)
+# ## Exercise 3 — ZeRO-3 by hand: gather, compute, free (19 + 4 points, ~30 min)
 #
 # Now shard the parameters themselves. Each **wrap unit** (a module named by the wrap policy; the root takes
 # every parameter no unit claimed) becomes a `FlatParamUnit`:
@@ -432,7 +442,8 @@ for world, res, seed in [(2, zero2_w2, 0), (3, zero2_w3, seed_h)]:
 # per rank from the memory ledger (`lab03.MemoryLedger`: it sums the live tensor storages after every
 # operation): strictly falling from whole to block to linear, per block below the steady state plus twice the
 # whole model's parameter bytes (visible), and within 10 % of the reference solution's peak for each policy
-# (hidden); right after the forward (before backward) less than half the model's parameter bytes above the
+# and the bytes live between steps within 5 % of the reference's (visible: the fast-mode
+# numbers quoted in the test; hidden: the reference run); right after the forward (before backward) less than half the model's parameter bytes above the
 # steady state (every unit freed again). Stuck? `hint("lab03.zero3")`
 
 # %% nbgrader={"grade": false, "grade_id": "zero3_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -494,7 +505,7 @@ def attach_zero3(module: nn.Module, unit: FlatParamUnit) -> None:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "zero3_tests", "locked": true, "points": 22, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "zero3_tests", "locked": true, "points": 19, "schema_version": 3, "solution": false}
 single = lab03.train_single(steps=STEPS)
 zero3_w2 = launch(lab03.zero3_check, world_size=2, args=(FlatParamUnit, attach_zero3, list(lab03.POLICIES)),
                   trace=True, timeout=300)
@@ -526,6 +537,17 @@ assert peaks["whole"] > peaks["block"] > peaks["linear"], f"peak bytes must fall
 bound = zero3_w2[0][1]["steady_bytes"] + 2 * 4 * PSI  # steady shards + twice the whole model's parameters
 assert peaks["block"] < bound, f"per-block peak {peaks['block']} bytes >= {bound} (steady + 2 x the model's " \
     f"{4 * PSI} parameter bytes): are gathered parameters freed after use?"
+# the reference solution's peaks on this ledger (world 2, the lower rank's), measured in fast mode (grading's);
+# at full size the hidden part compares with the reference run itself. Why 10 %: a ledger peak is exact up to a
+# late free, and one unit's full-size gradient kept alive past its reduction already adds 11 % per block
+REF_PEAKS = pick(full=None, fast={"whole": 239156, "block": 151848, "linear": 127896})
+off = {p: (peaks[p], REF_PEAKS[p]) for p in peaks if REF_PEAKS and abs(peaks[p] - REF_PEAKS[p]) > 0.10 * REF_PEAKS[p]}
+assert not off, f"peak bytes (yours, the reference solution's) more than 10 % apart: {off}: is a gathered unit " \
+    "or a full-size gradient buffer kept alive longer (or freed before its use)?"
+REF_STEADY = pick(full=None, fast={"whole": 79720, "block": 79732, "linear": 79748})  # likewise, between steps
+off = {run["policy"]: (run["steady_bytes"], REF_STEADY[run["policy"]]) for run in zero3_w2[0] if REF_STEADY
+       and abs(run["steady_bytes"] - REF_STEADY[run["policy"]]) > 0.05 * REF_STEADY[run["policy"]]}
+assert not off, f"bytes live between steps (yours, the reference solution's) more than 5 % apart: {off}"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
 
@@ -587,7 +609,7 @@ else:
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# ## Exercise 4 — FSDP2 on the same model (16 points, ~15 min)
+# ## Exercise 4 — FSDP2 on the same model (13 points, ~15 min)
 #
 # torch's FSDP2 does what you just built: `fully_shard(module, mesh=..., reshard_after_forward=...)` on each
 # wrap unit **and then on the root** (the root takes the remaining parameters and drives the lazy
@@ -645,7 +667,7 @@ def check_averaged(grads: dict[str, torch.Tensor], reference: dict[str, torch.Te
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "fsdp2_tests", "locked": true, "points": 16, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "fsdp2_tests", "locked": true, "points": 13, "schema_version": 3, "solution": false}
 configs = [{"policy": "block", "reshard": True}, {"policy": "block", "reshard": False},
            {"policy": "whole", "reshard": True}, {"policy": "linear", "reshard": True},
            {"policy": "block", "reshard": True, "summed": True}]
@@ -746,7 +768,7 @@ for k, world_ in [(k, w) for k, _w, _v in AVERAGED_CASES for w in (2, 3)] + draw
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 5 — Sharded checkpoint, resharded at load; the solution card (12 + 8 + 8 points, ~15 min)
+# ## Exercise 5 — Sharded checkpoint, resharded at load; the solution card (10 + 6 + 8 points, ~15 min)
 #
 # A sharded job must save sharded: gathering a model that does not fit one rank onto one rank defeats the
 # purpose. `torch.distributed.checkpoint` (DCP) writes one file per rank plus `.metadata` (global shapes and
@@ -798,7 +820,7 @@ def load_sharded(model: nn.Module, optimizer: torch.optim.Optimizer, path: str) 
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ckpt_tests", "locked": true, "points": 12, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ckpt_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
 def check_ckpt(save_world, load_world, root):
     path = os.path.join(root, f"ckpt-{save_world}to{load_world}")
     saved = launch(lab03.ckpt_train_save, world_size=save_world, args=(apply_fsdp2, save_sharded, path, 2, 3),
@@ -887,7 +909,7 @@ card = SolutionCard(
 ### END SOLUTION
 card
 
-# %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 8, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 6, "schema_version": 3, "solution": false}
 # the measured configuration the card describes: the row nearest to its latency and cost
 miss = ((timing_tbl["step_s"] - card.latency.value).abs() / timing_tbl["step_s"]
         + (timing_tbl["bytes_per_step"] - card.cost.value).abs() / timing_tbl["bytes_per_step"])
@@ -923,3 +945,213 @@ ev.rule("card", {"card": {"lab": card.lab, "justification": card.justification,
 # peak scales linearly with parameters. Fallback: a resharded DCP load lets the job continue at a different world
 # size after losing a rank (lab 04: elastic restart), losing only the work since the last checkpoint.
 # === END MARK SCHEME ===
+
+
+# %% [markdown]
+# ## Stretch A — Prefetch along the block chain (8 points, ~10 min, optional)
+#
+# FSDP2 gathers a unit just before it computes. On a GPU that all-gather can run on a side stream while the
+# previous unit still computes, but only if it is **issued** early enough: that is what prefetching decides.
+# torch does some of it for you (**implicit** prefetch: in backward, each unit issues the all-gather of the
+# unit before it, one behind, from the order FSDP2 recorded in forward; in forward on CPU, nothing ahead).
+# **Explicit** prefetch replaces it with lists you set on each FSDP2 module:
+# `block.set_modules_to_forward_prefetch([...])` issues the listed units' all-gathers right after the block's
+# own, and `block.set_modules_to_backward_prefetch([...])` does the same in backward.
+#
+# Write `set_prefetch(blocks, depth)`: `blocks` are the FSDP2 blocks in forward order; with `depth >= 1`,
+# in forward block `i` prefetches the next `depth` blocks (`i+1, ..., i+depth`: fewer at the end, none for
+# the last), and in backward (which runs the blocks in reverse) block `i` prefetches the `depth` blocks
+# before it, nearest first (`i-1, i-2, ...`: none for block 0). `depth < 1` raises `ValueError` naming it.
+#
+# The tests (world 2; hidden: world 3, another seed), each against the order FSDP2 itself recorded
+# (`comm_ctx.post_forward_order`): the blocks gathered (or with an all-gather issued) while each block
+# computes are, at depth 1 and 2, blocks `i..i+depth` in forward and `i-depth..i` in backward (torch's
+# implicit prefetch: `i` and `i-1..i`); the all-gathers per step are as many as with implicit prefetch
+# (a prefetch moves an all-gather, it never adds one); the parameters after 3 steps are **bitwise** those of
+# the implicit run (prefetch changes when, not what); `set_prefetch(blocks, 0)` raises `ValueError` naming
+# 0. Stuck? `hint("lab03.prefetch")`
+
+# %% nbgrader={"grade": false, "grade_id": "prefetch_solution", "locked": false, "schema_version": 3, "solution": true}
+def set_prefetch(blocks: list[nn.Module], depth: int) -> None:
+    """Explicit FSDP2 prefetch along ``blocks`` (forward order): ``depth`` blocks ahead in forward, ``depth``
+    blocks behind (nearest first) in backward."""
+    ### BEGIN SOLUTION
+    if depth < 1:
+        raise ValueError(f"prefetch depth must be >= 1, got {depth}")
+    for i, block in enumerate(blocks):
+        block.set_modules_to_forward_prefetch(blocks[i + 1:i + 1 + depth])
+        block.set_modules_to_backward_prefetch(blocks[max(i - depth, 0):i][::-1])  # backward runs i-1 first
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "prefetch_tests", "locked": true, "points": 8, "schema_version": 3, "solution": false}
+try:
+    set_prefetch([], 0)
+    refused = None
+except ValueError as exc:
+    refused = str(exc)
+assert refused is not None and "0" in refused, f"set_prefetch(blocks, 0): want a ValueError naming 0, got {refused!r}"
+PREFETCH_DEPTHS = [None, 1, 2]  # None: torch's implicit prefetch, then your lists
+TIMED = pick(full=8, fast=3)  # steps timed without the ledger, for the table below
+
+
+def check_prefetch(world, res):
+    implicit = res[0][0]
+    n_ag = lab03.collective_counts(res.trace, 0, STEPS, implicit["window"]).get("all_gather_single")
+    for r, runs in enumerate(res):
+        for run in runs:
+            name = "implicit" if run["depth"] is None else f"depth {run['depth']}"
+            for kind in ("forward", "backward"):
+                want = lab03.want_gathered(run["order"], run["depth"], kind)
+                assert run[kind] == want, f"world {world}, rank {r}, {name}: blocks gathered while each block " \
+                    f"computes its {kind}: {run[kind]}, want {want} (FSDP2's order {run['order']})"
+            err = lab03.max_abs_diff(run["params"], runs[0]["params"])
+            assert err == 0, f"world {world}, rank {r}, {name}: parameters vs the implicit run max |diff| " \
+                f"{err:.3g} (want 0: prefetch changes when, not what)"
+    for run in res[0]:
+        got = lab03.collective_counts(res.trace, 0, STEPS, run["window"]).get("all_gather_single")
+        assert got == n_ag, f"world {world}, depth {run['depth']}: {got} all-gathers per step, implicit " \
+            f"prefetch {n_ag} (want equal: a prefetch moves an all-gather, it never adds one)"
+
+
+prefetch_w2 = launch(lab03.prefetch_check, world_size=2, args=(set_prefetch, PREFETCH_DEPTHS),
+                     kwargs={"timed": TIMED}, trace=True, timeout=300)
+check_prefetch(2, prefetch_w2)
+print("gathered while each block computes (forward, backward):",
+      {r["depth"]: (r["forward"], r["backward"]) for r in prefetch_w2[0]})
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("prefetch_tests")
+rng = random.Random(grading_seed() + 6)
+seed_h = rng.randint(1, 50)
+prefetch_w3 = launch(lab03.prefetch_check, world_size=3, args=(set_prefetch, PREFETCH_DEPTHS),
+                     kwargs={"seed": seed_h}, trace=True, timeout=300)
+check_prefetch(3, prefetch_w3)
+for world, res in [(2, prefetch_w2), (3, prefetch_w3)]:
+    for r, runs in enumerate(res):
+        for run in runs:
+            tag = f"world {world} rank {r} depth {run['depth']}"
+            ev.equal(f"{tag}: gathered while computing", [run["forward"], run["backward"]])
+            ev.equal(f"{tag}: bitwise equal to implicit", lab03.max_abs_diff(run["params"], runs[0]["params"]))
+    ev.equal(f"world {world}: all-gathers per step per depth",
+             [lab03.collective_counts(res.trace, 0, STEPS, run["window"]).get("all_gather_single")
+              for run in res[0]])
+bad_depth = -rng.randint(1, 9)
+try:
+    set_prefetch([], bad_depth)
+    refused_h = None
+except ValueError as exc:
+    refused_h = str(exc)
+ev.rule(f"set_prefetch(blocks, {bad_depth}) refused naming it", refused_h, rule="common.contains",
+        needles=[str(bad_depth)])
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Measure — what one more unit in flight costs.** The table reads the three runs of the test above (rank 0):
+# step time and the seconds per step spent inside all-gather calls (from the trace, `TIMED` steps without the
+# ledger, after a warm-up step); the ledger's peak of one step's forward and backward, and the live bytes as
+# each block starts computing, above the implicit run's at the same block, in units of one block's gathered
+# parameter bytes; and the Playbook's overlap condition per block: the block's forward compute time (and the
+# compute rate it implies) against one block's all-gather, measured in the trace and predicted from the fit
+# of the measurement after exercise 3. One launch, the runs in sequence, a few steps on a shared box: the
+# times move with the order and the load (`python -m bench overlap` interleaves rounds); the bytes do not.
+# Before you would set a deeper prefetch on this machine: which columns moved, which did not, and why?
+
+# %%
+if "prefetch_w2" in globals():
+    overlap_tbl = lab03.overlap_table(prefetch_w2[0], prefetch_w2.trace, fits if "fits" in globals() else None,
+                                      TIMED)
+    display(overlap_tbl)
+
+# %% [markdown]
+# ## Stretch B — Mixed precision: the master-weight step (7 points, ~10 min, optional)
+#
+# Mixed precision keeps the parameters the forward and backward use in bf16 (2 bytes) and so their gradients
+# (2 bytes), and the optimizer on an fp32 **master** copy (4 bytes) with AdamW's two fp32 moments over it
+# (8 bytes): 2 + 2 + 12 bytes per parameter. `lab03.MixedPrecisionAdamW` builds that (it casts the model's
+# parameters to bf16 and makes the fp32 masters and an AdamW over them); you write the step it calls,
+# `master_step(params, master, optimizer, reduce_dtype)`, on local gradients:
+# - for each bf16 parameter `p` and its master `m`: cast `p.grad` to `reduce_dtype` (fp32 or bf16: the dtype
+#   the gradients travel and are summed in), all-reduce it (a sum: divide by the world size), store it as
+#   fp32 in `m.grad`, and drop `p.grad`;
+# - one `optimizer.step()` (it steps the masters);
+# - copy each master back into its bf16 parameter (`p.copy_(m)` rounds to bf16) and drop `m.grad`: between
+#   steps no fp32 gradient stays alive.
+#
+# The oracle is FSDP2 per block with `MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=...)`,
+# same model and data. The tests (world 2, reduce dtype fp32 and bf16; hidden: another seed): the first
+# averaged gradient **bitwise** equal to FSDP2's (at world 2 each sum is one addition: one rounding to the
+# reduce dtype in both); the fp32 masters after 3 steps **bitwise** equal to FSDP2's fp32 parameters; after
+# the second backward 2 bytes per parameter of bf16 parameters, 2 of bf16 gradients, 4 of fp32 masters, 0 of
+# fp32 master gradients and 8 of AdamW moments (within 0.01: AdamW's per-tensor step counters); and the
+# reduce dtype's effect: the first gradient reduced in bf16 is **not** bitwise the one reduced in fp32 but
+# within 2^-8 of it, relatively (one bf16 rounding of each sum). Stuck? `hint("lab03.mixed")`
+
+# %% nbgrader={"grade": false, "grade_id": "mixed_solution", "locked": false, "schema_version": 3, "solution": true}
+@torch.no_grad()
+def master_step(params: list[nn.Parameter], master: list[torch.Tensor], optimizer: torch.optim.Optimizer,
+                reduce_dtype: torch.dtype) -> None:
+    """Average the bf16 gradients in ``reduce_dtype`` into the fp32 masters' ``.grad``, step the masters,
+    copy them back into the bf16 parameters; no gradient left alive."""
+    ### BEGIN SOLUTION
+    world = dist.get_world_size()
+    for p, m in zip(params, master, strict=True):
+        g = p.grad.to(reduce_dtype)
+        dist.all_reduce(g)  # the bytes on the wire and the sum's rounding are reduce_dtype's
+        m.grad = g.div_(world).float()
+        p.grad = None
+    optimizer.step()
+    for p, m in zip(params, master, strict=True):
+        p.copy_(m)  # fp32 -> bf16: the forward sees the rounded master
+        m.grad = None
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "mixed_tests", "locked": true, "points": 7, "schema_version": 3, "solution": false}
+WANT_BYTES = {"bf16 parameters": 2.0, "bf16 gradients": 2.0, "fp32 master": 4.0, "fp32 master gradients": 0.0,
+              "AdamW moments": 8.0}
+
+
+def check_mixed(res):
+    for r, out in enumerate(res):
+        for name, run in out["runs"].items():
+            assert run["steps_taken"] == 3 and run["grad0_diff"] == 0, f"rank {r}, reduce {name}: first " \
+                f"averaged gradient vs FSDP2's max |diff| {run['grad0_diff']:.3g} over {run['steps_taken']} " \
+                "optimizer steps (want 0 over 3: cast to the reduce dtype, sum, divide by the world size)"
+            assert run["param_diff"] == 0, f"rank {r}, reduce {name}: fp32 masters after 3 steps vs FSDP2's " \
+                f"max |diff| {run['param_diff']:.3g} (want 0: does the forward see the updated masters?)"
+            got = run["bytes_per_param"]
+            off = {k: (got.get(k), w) for k, w in WANT_BYTES.items() if abs(got.get(k, -1) - w) > 0.01}
+            assert not off and run["dtypes"] == ["torch.bfloat16"], f"rank {r}, reduce {name}: bytes per " \
+                f"parameter (got, want) {off}, parameter dtypes {run['dtypes']} (want bf16 only)"
+        eff = out["reduce_effect"]
+        assert not eff["bitwise"] and eff["max_rel"] <= 2 ** -8, f"rank {r}: the first gradient reduced in " \
+            f"bf16 vs in fp32: bitwise equal {eff['bitwise']}, max relative diff {eff['max_rel']:.3g} (want " \
+            f"not bitwise, <= 2^-8 = {2 ** -8:.3g})"
+
+
+mixed_w2 = launch(lab03.mixed_check, world_size=2, args=(master_step,), timeout=300)
+check_mixed(mixed_w2)
+display(pd.DataFrame([{"reduce dtype": k, **run["bytes_per_param"], "s/step yours": run["step_s"],
+                       "s/step FSDP2": run["fsdp2_step_s"]} for k, run in mixed_w2[0]["runs"].items()]))
+print("bf16 vs fp32 reduction of the first gradient:", mixed_w2[0]["reduce_effect"])
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("mixed_tests")
+seed_h = random.Random(grading_seed() + 7).randint(1, 50)
+mixed_h = launch(lab03.mixed_check, world_size=2, args=(master_step,), kwargs={"seed": seed_h}, timeout=300)
+check_mixed(mixed_h)
+for seed, res in [(0, mixed_w2), (seed_h, mixed_h)]:
+    for r, out in enumerate(res):
+        for name, run in out["runs"].items():
+            tag = f"seed {seed} rank {r} reduce {name}"
+            ev.equal(f"{tag}: first gradient and masters vs FSDP2 (max |diff|)", [run["grad0_diff"],
+                                                                                 run["param_diff"]])
+            ev.close(f"{tag}: bytes per parameter", run["bytes_per_param"], atol=0.01)
+            ev.equal(f"{tag}: parameter dtypes", run["dtypes"])
+        ev.equal(f"seed {seed} rank {r}: bf16 reduction bitwise the fp32 one", out["reduce_effect"]["bitwise"])
+        ev.rule(f"seed {seed} rank {r}: bf16 vs fp32 reduction, max relative diff",
+                out["reduce_effect"]["max_rel"], rule="common.le", bound=2 ** -8)
+### END HIDDEN TESTS

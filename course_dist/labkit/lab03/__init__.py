@@ -8,7 +8,10 @@ pieces as arguments.
   pieces, groups, state dict) and the requirements check on a model with tied/frozen/unused/bf16 parameters;
 - ``harness``: rank functions training with ZeRO-1/2/3 (yours), ZeroRedundancyOptimizer and FSDP2;
 - ``checkpoint``: DCP save at one world size, load at another;
-- ``measure``: the trade-off table and plots.
+- ``measure``: the trade-off table and plots;
+- ``overlap``: FSDP2's implicit vs explicit prefetch, observed (blocks gathered while each block computes),
+  timed and on the ledger, with the overlap condition (stretch A);
+- ``mixed``: bf16 parameters and gradients with fp32 master weights against FSDP2's ``MixedPrecisionPolicy``.
 
     from course_dist.labkit import lab03
     course_dist.launch(lab03.train_zero, world_size=2, args=(ShardedAdamW,))
@@ -34,6 +37,7 @@ from course_dist.labkit.lab03.harness import (
 )
 from course_dist.labkit.lab03.ledger import MemoryLedger, optimizer_state_bytes, tensor_bytes, watch
 from course_dist.labkit.lab03.measure import plot_tradeoff, time_steps, timing_table, tradeoff_table
+from course_dist.labkit.lab03.mixed import MixedPrecisionAdamW, mixed_check, mixed_precision_check
 from course_dist.labkit.lab03.model import (
     POLICIES,
     Block,
@@ -57,6 +61,16 @@ from course_dist.labkit.lab03.model import (
     unit_count,
     view_params,
     wrap_policy,
+)
+from course_dist.labkit.lab03.overlap import (
+    all_gather_s,
+    block_all_gather_s,
+    gathered,
+    overlap_table,
+    prefetch_check,
+    prefetch_run,
+    shard_blocks,
+    want_gathered,
 )
 from course_dist.labkit.lab03.traffic import (
     bytes_moved,
@@ -89,5 +103,7 @@ __all__ = [
     "unit_count", "view_params", "watch", "WD", "wrap_policy", "zero1_check", "zero2_check", "zero3_check",
     "FlatBucket", "fsdp2_root_fraction", "QuirkyModel", "ShardedOptimizerBase", "dtype_groups",
     "inner_groups",
-    "zero1_requirements",
+    "zero1_requirements", "all_gather_s", "block_all_gather_s", "gathered", "overlap_table", "prefetch_check",
+    "prefetch_run", "shard_blocks", "want_gathered", "MixedPrecisionAdamW", "mixed_check",
+    "mixed_precision_check",
 ]
