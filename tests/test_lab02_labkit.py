@@ -190,3 +190,14 @@ def test_a_violation_naming_no_rank_is_not_silence():
     assert lab02.clean_check(quiet) == []
     assert lab02.clean_check(raises_empty) == ["raised ContractViolation naming no rank"]
     assert lab02.clean_check(raises_one) == [1]
+
+
+def test_bug3_ending_accepts_a_hang_in_backward_or_a_collective_mismatch_only():
+    """Bug 3 with a gathering checker hangs (rank 0 in backward); with an all_reduce checker gloo aborts on
+    the size mismatch (measured: 'Received data size doesn't match expected size'). Both are right;
+    finishing or any other ending is not."""
+    for ending in ("hang in backward", "collective mismatch"):
+        judge.bug3_ending(ending, "hang in backward")
+    for wrong in ("finished", "LaunchTimeout, rank 0 not in backward: ...", None):
+        with pytest.raises(AssertionError, match="bug 3 ended as"):
+            judge.bug3_ending(wrong, "hang in backward")

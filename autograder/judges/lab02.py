@@ -79,3 +79,15 @@ def card(student: Any, reference: Any, rtol: float = 0.25) -> None:
     words = student.get("justification_words")
     if not isinstance(words, int) or words < MIN_JUSTIFICATION_WORDS:
         raise AssertionError(f"card justification has {words!r} words (want >= {MIN_JUSTIFICATION_WORDS})")
+
+
+BUG3_ENDINGS = ("hang in backward", "collective mismatch")
+
+
+def bug3_ending(student: Any, reference: Any) -> None:
+    """Bug 3 (a rank-dependent unused parameter under torch DDP) must not finish: it hangs with rank 0 in
+    backward when the checker gathers (the reference), or gloo aborts on the size mismatch when the checker's
+    collective is an all-reduce that pairs with rank 0's pending bucket all-reduce. Either ending is right."""
+    if student not in BUG3_ENDINGS:
+        raise AssertionError(f"bug 3 ended as {str(student)[:300]!r}; expected one of {list(BUG3_ENDINGS)} "
+                             f"(the reference: {reference!r})")

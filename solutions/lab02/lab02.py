@@ -60,7 +60,7 @@ from IPython.display import display
 from torch import nn
 
 import course_dist
-from course_dist import LaunchTimeout, hint, launch, pick  # noqa: F401 - hint: call it yourself when stuck
+from course_dist import LaunchTimeout, RankError, hint, launch, pick  # noqa: F401 - hint: call it yourself
 from course_dist.labkit import lab02
 from course_dist.labkit.lab02 import MB, ContractViolation, fingerprint
 
@@ -698,7 +698,9 @@ for r in range(3):
 # It meets three planted bugs (in `lab02`), at world 2 and world 3: different init seeds and no broadcast
 # (world 2 names `[1]`, world 3 `[1, 2]`); a restarted last rank that skips `set_epoch` (caught at epoch 1);
 # and a rank-dependent unused parameter under torch DDP, which does not raise at all: it **hangs**, and
-# `launch`'s timeout turns the hang into a `LaunchTimeout` with every rank's stack.
+# `launch`'s timeout turns the hang into a `LaunchTimeout` with every rank's stack. (If your checker's collective
+# is an all-reduce, it pairs with rank 0's pending bucket all-reduce instead, and gloo aborts on the size
+# mismatch: a `RankError`. Either ending is accepted: the job does not finish.)
 #
 # Stuck? `hint("lab02.contract")`
 
@@ -740,11 +742,12 @@ for world, res in ((2, c2), (3, c3)):
 try:
     launch(lab02.bug_unused_param, world_size=2, args=(check_replicas,), timeout=6)
     raise AssertionError("bug 3 (unused parameter) should hang, but the launch finished")
-except LaunchTimeout as exc:
+except (LaunchTimeout, RankError) as exc:
     hang = exc
-assert "backward" in hang.stacks[0], f"bug 3: rank 0 should be stuck in backward; its stack:\n{hang.stacks[0]}"
-print(f"bug 3 caught: {type(hang).__name__} after {hang.timeout} s; rank 1 last collective: "
-      f"{hang.last_collective.get(1)}")
+bug3 = lab02.unused_param_outcome(hang)
+assert bug3 in ("hang in backward", "collective mismatch"), f"bug 3: rank 0 should be stuck in backward (or " \
+    f"gloo should abort on the collective mismatch); got {bug3}"
+print(f"bug 3 caught: {type(hang).__name__} ({bug3}); last collectives: {getattr(hang, 'last_collective', '-')}")
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence
 
@@ -753,7 +756,7 @@ for world, res in ((2, c2), (3, c3)):
     for r, o in enumerate(res):
         ev.equal(f"world {world} rank {r}: ranks named (clean, no broadcast, one ulp)", [o[0], o[1], o[3]])
         ev.equal(f"world {world} rank {r}: skipped set_epoch", {"ranks": o[2]["ranks"], "epoch": o[2]["epoch"]})
-ev.rule("bug 3 hangs in backward on rank 0", hang.stacks[0], rule="common.contains", needles=["backward"])
+ev.rule("bug 3 does not finish: a hang in backward or a collective mismatch", bug3, rule="lab02.bug3_ending")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -771,7 +774,7 @@ else:
         {"planted bug": "restarted rank skips set_epoch",
          "caught as": f"ContractViolation naming ranks {bug2['ranks']} at epoch {bug2['epoch']}",
          "consequence": f"{bug2['seen twice']} samples seen twice, {bug2['never seen']} never, that epoch"},
-        {"planted bug": "rank-dependent unused parameter", "caught as": f"LaunchTimeout after {hang.timeout} s",
+        {"planted bug": "rank-dependent unused parameter", "caught as": f"{type(hang).__name__}: {bug3}",
          "consequence": "rank 0 waits in backward for a bucket rank 1 never sends: the job hangs"},
     ]))
     print(str(hang)[:1500])

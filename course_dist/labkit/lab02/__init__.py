@@ -35,6 +35,7 @@ from course_dist.labkit.lab02.drills import (
     clean_check,
     kill_drill,
     one_ulp_check,
+    unused_param_outcome,
 )
 from course_dist.labkit.lab02.measure import (
     busbw_rank,
@@ -83,5 +84,5 @@ __all__ = [
     "one_ulp_check", "padded_eval", "plot_busbw", "plot_step_times", "record_collectives", "ring_check",
     "ring_input", "ring_traffic", "run_all", "ring_traffic_problem", "sgd", "shard", "state_fingerprint",
     "time_steps", "train_bucketed", "train_naive", "train_single", "train_torch_ddp", "trainable_sizes",
-    "worst_tensor",
+    "unused_param_outcome", "worst_tensor",
 ]

@@ -142,3 +142,27 @@ def kill_drill(kill_step: int = 3, steps: int = 1000, timeout: float = 60.0) -> 
     return {"killed rank": 1, "at step": kill_step, "reported rank": rank, "outcome": outcome,
             "detect_s": t_report - t_kill, "launch_to_report_s": t_report - t0,
             "steps completed by survivors": kill_step}
+
+
+BUG3_ENDINGS = ("hang in backward", "collective mismatch")
+
+
+def unused_param_outcome(exc: BaseException) -> str:
+    """How bug 3's launch ended. ``"hang in backward"``: a LaunchTimeout with rank 0's stack in backward (its
+    bucket all-reduce waits for rank 1, which moved on to the checker's collective: an all_gather never pairs
+    with it). ``"collective mismatch"``: a RankError whose report carries gloo's size-mismatch diagnosis (a
+    checker built on all_reduce pairs with rank 0's pending bucket all-reduce and gloo aborts; measured:
+    "Received data size doesn't match expected size"). Anything else is described."""
+    from course_dist import LaunchTimeout, RankError
+
+    if isinstance(exc, LaunchTimeout):
+        stack0 = exc.stacks.get(0, "")
+        if "backward" in stack0:
+            return BUG3_ENDINGS[0]
+        return f"LaunchTimeout, rank 0 not in backward: {stack0[-300:]}"
+    if isinstance(exc, RankError):
+        text = "\n".join([str(exc), *(exc.stderr or [])])
+        if "collective mismatch" in text or "doesn't match expected size" in text:
+            return BUG3_ENDINGS[1]
+        return f"RankError without a collective mismatch: {str(exc)[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
