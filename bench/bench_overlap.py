@@ -127,6 +127,8 @@ def main(quick: bool = False) -> dict[str, float]:
         f"| {'yes' if cond else 'no'} |", "", "## What this shows", ""]
     d1, d2, asy = (out[f"{k} step ratio"] for k in list(CONFIGS)[1:])
     amin, amax = (out[f"{list(CONFIGS)[3]} step ratio {x}"] for x in ("min", "max"))
+    bounds = [(out[f"{k} step ratio min"], out[f"{k} step ratio max"]) for k in list(CONFIGS)[1:3]]
+    spans = [f"{lo:.2f}-{hi:.2f}x" for lo, hi in bounds]
     ags = [out[f"{k} all-gather s"] for k in list(CONFIGS)[:3]]
     p1, p2 = out["explicit, depth 1 peak ratio"], out["explicit, depth 2 peak ratio"]
     verdict = ("so overlap could hide the all-gather" if cond
@@ -136,8 +138,11 @@ def main(quick: bool = False) -> dict[str, float]:
         "returns before the data arrives, so that row's figure is not its cost; in the others it includes "
         "waiting for the other rank to arrive (on a loaded box, most of it).",
         f"- Explicit prefetch at depth 1 runs at {d1:.2f}x the implicit step time and depth 2 at "
-        f"{d2:.2f}x (median ratios): on CPU FSDP2 issues its all-gathers with async_op=False, so a "
-        "prefetch only moves an all-gather earlier and the calling thread waits in every one of them "
+        f"{d2:.2f}x (median ratios; spreads {spans[0]} and {spans[1]}: "
+        + ("every round on the same side of 1" if all(lo > 1 or hi < 1 for lo, hi in bounds)
+           else "rounds on both sides of 1, so no speed claim")
+        + "): on CPU FSDP2 issues its all-gathers with async_op=False, so a prefetch only moves an "
+        "all-gather earlier and the calling thread waits in every one of them "
         f"(all exposed): {ags[0]:.4f} / {ags[1]:.4f} / {ags[2]:.4f} s per step inside all-gathers "
         "(implicit / depth 1 / depth 2, medians).",
         f"- Peak memory: depth 1 {p1:.3f}x, depth 2 {p2:.3f}x the implicit peak of a step's forward and "
