@@ -129,10 +129,11 @@ def step_losses(run_dir: Path) -> list[float]:
 
 
 def lr_curve(warmup: int, total: int, lr: float = 0.1) -> list[float]:
+    """The LR of optimizer steps 0 .. total: total + 1 values, the last one after total_steps scheduler steps."""
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
     sched = hw.make_scheduler(opt, hw.TrainConfig(warmup_steps=warmup, lr=lr), total_steps=total)
     out = []
-    for _ in range(total):
+    for _ in range(total + 1):
         out.append(opt.param_groups[0]["lr"])
         opt.step()
         sched.step()
@@ -172,7 +173,11 @@ if not FAST:
 # device)`: `mark()` is a CUDA event on a GPU (a host clock there would time kernel launches) and a host time on
 # the CPU; keep the loss on the device and synchronise once per step (`sync` of the last mark, then `seconds`
 # and one `float(loss)`), never `loss.item()` per micro-batch (GPU practice: the CPU checks below cannot see it).
-# `make_scheduler` warms up linearly for `warmup_steps`, then decays (cosine) to 10% of `lr`.
+# `make_scheduler(optimizer, cfg, total_steps)` warms up linearly, then decays (cosine) to 10% of `lr`: optimizer
+# step `s` (counting from 0) runs at `lr x (s + 1) / W` while `s < W` (`W = warmup_steps`: step `W - 1` is the
+# first at `lr`; no warm-up when `W = 0`), then at `lr x (0.1 + 0.9 x (1 + cos(pi x p)) / 2)` with
+# `p = (s - W) / (total_steps - W)`: `lr` on step `W`, 55% of `lr` half-way, the 10% floor after `total_steps`
+# scheduler steps (`p = 1`).
 #
 # The checks, on plain SGD (whose update is `-lr x gradient`, so any gradient scale shows): at world 2 your
 # `train_step` against torch's own one-process SGD on the whole global batch (per-step losses, parameters, one
@@ -200,6 +205,13 @@ assert lrs[4] - lrs[5] < 0.5 * (lrs[11] - lrs[12]), (
     "(expected the first below half the middle one; a linear decay has equal drops)")
 assert lrs[-1] < lrs[5] and all(a >= b - 1e-12 for a, b in zip(lrs[4:], lrs[5:], strict=False)), f"no monotone decay: {lrs}"
 assert abs(lrs[-1] - 0.01) < 0.005, f"the decay should end near 10% of lr (0.01), ends at {lrs[-1]}"
+_lr0 = lr_curve(warmup=0, total=8)  # the boundary W = 0: no warm-up, the cosine starts at step 0
+_lr_points = {  # the values the formula above gives (lr = 0.1), not only the shape: name -> (got, expected)
+    "W=4 T=20 step 0 (lr/W)": (lrs[0], 0.025), "W=4 T=20 step 3 (warm-up end)": (lrs[3], 0.1),
+    "W=4 T=20 step 12 (half-way)": (lrs[12], 0.055), "W=4 T=20 step 20 (floor)": (lrs[20], 0.01),
+    "W=0 T=8 step 0": (_lr0[0], 0.1), "W=0 T=8 step 4 (half-way)": (_lr0[4], 0.055), "W=0 T=8 step 8": (_lr0[8], 0.01)}
+_lr_off = {k: v for k, v in _lr_points.items() if abs(v[0] - v[1]) > 1e-9 * v[1]}
+assert not _lr_off, f"make_scheduler values off the stated formula, (got, expected): {_lr_off}"
 ddp = kit.ddp_check(hw, micro=8, accum=2, steps=3)
 assert ddp["allreduces_per_step"] == [1.0] * 3, (
     f"gradient all-reduces per optimizer step (in units of one synchronised backward): {ddp['allreduces_per_step']},"
@@ -244,7 +256,7 @@ for gb, mb, w in [(48, 16, 2), (40, 16, 3), (rng.choice([40, 72, 100]), 16, rng.
 
 
 def lr_shape(warm, total):
-    """The schedule's required shape (the text fixes it, not its formula): rising to lr, monotone, ~10% at the end."""
+    """The schedule's required shape: rising to lr, monotone, ~10% at the end (the values are recorded too)."""
     c = lr_curve(warm, total)
     up = [b - a for a, b in zip(c[:warm - 1], c[1:warm], strict=False)]
     return {"rises to lr": all(a < b for a, b in zip(c[:warm - 1], c[1:warm], strict=False)) and c[warm - 1] <= 0.1 + 1e-12,
@@ -255,6 +267,8 @@ def lr_shape(warm, total):
 
 for warm, total in [(4, 20), (rng.randint(2, 6), rng.randint(14, 30))]:
     ev.equal(f"lr schedule warmup={warm} total={total}", lr_shape(warm, total))
+for warm, total in [(4, 20), (0, 8), (1, rng.randint(6, 12)), (rng.randint(2, 6), rng.randint(14, 30))]:
+    ev.close(f"lr values warmup={warm} total={total}", lr_curve(warm, total), rtol=1e-9)
 for label, res in [("accum 2", ddp), ("accum 3", ddp3), ("accum 1", kit.ddp_check(hw, micro=8, accum=1, steps=2))]:
     ev.equal(f"ddp {label}: all-reduces per step", res["allreduces_per_step"])
     ev.close(f"ddp {label}: per-step losses", res["losses"], rtol=1e-5)
@@ -305,6 +319,7 @@ def check_order(size, gb, mb, world, seed, epoch):
 
 check_order(300, 48, 4, 2, 0, 2)  # a dropped tail (300 = 6 x 48 + 12), world 2, epoch 2
 check_order(256, 32, 4, 4, 5, 1)  # world 4, no tail (256 = 8 x 32)
+check_order(64, 64, 4, 4, 0, 0)  # world 4, exactly one global batch: the boundary of "smaller than one batch"
 _small = raises(ValueError, "48", hw.ElasticSampler, size=40, global_batch=48, micro_batch=4, world_size=2, rank=0)
 assert "40" in _small, f"a dataset of 40 samples cannot fill one global batch of 48: the ValueError must name both: {_small}"
 _part = hw.ElasticSampler(size=300, global_batch=48, micro_batch=4, world_size=2, rank=1, seed=0)
@@ -320,7 +335,8 @@ from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("sampler_tests")
 rng = random.Random(grading_seed())
-combos = [(300, 48, 4, 2, 0, 2), (256, 32, 8, 4, 3, 0), (1000, 64, 16, 1, 7, 5), (48, 48, 4, 2, 0, 0)]
+combos = [(300, 48, 4, 2, 0, 2), (256, 32, 8, 4, 3, 0), (1000, 64, 16, 1, 7, 5), (48, 48, 4, 2, 0, 0),
+          (64, 64, 4, 4, rng.randint(0, 99), rng.randint(0, 9))]  # exactly one global batch at every seed
 for _ in range(4):
     mb, world, accum = rng.choice([2, 4, 8]), rng.choice([1, 2, 4]), rng.randint(1, 3)
     gb = mb * world * accum
@@ -504,10 +520,11 @@ for keep in (1, 2, 3):  # every keep_last class at every seed; the number of sav
 # `ConfigMismatchError` naming each field with both values; `TRAINING_FIELDS` lists them), then restores.
 # `train_loop`: SIGTERM (preemption) means finish the step on every rank, checkpoint, stop.
 #
-# The drills run on one step per epoch (`REC`), so they test the restart machinery, not the sampler: SIGKILL of a
-# rank at a seeded step -> the job completes bitwise equal to the uninterrupted run; SIGTERM -> a checkpoint of the
-# last step (its save well inside torchrun's 30 s SIGTERM -> SIGKILL grace), and the resumed job ends bitwise
-# equal; rank 1 seeing no checkpoint still resumes rank 0's choice; `--lr` or `--data-version` changed -> refused.
+# The drills run on one step per epoch (`REC`, a checkpoint every 4 steps), so they test the restart machinery, not
+# the sampler: three SIGKILLs in one job - before the first checkpoint, right after one, mid-interval; rank 0 and
+# rank 1 both die, the steps are seeded - each restart resumes from the newest checkpoint and the job completes
+# bitwise equal to the uninterrupted run; SIGTERM -> a checkpoint of the last step (its save well inside torchrun's
+# 30 s SIGTERM -> SIGKILL grace), and the resumed job ends bitwise equal; rank 1 seeing no checkpoint still resumes rank 0's choice; `--lr` or `--data-version` changed -> refused.
 
 # %% nbgrader={"grade": true, "grade_id": "recovery_tests", "locked": true, "points": 14, "schema_version": 3, "solution": false}
 _meta = hw.SyntheticDataset(64, 4, 2, 0, "v1", "me").meta
@@ -520,17 +537,24 @@ _msg = raises(ValueError, "lr", hw.check_resume_config, {**_c.to_dict(), "lr": 0
 assert all(w in _msg for w in ("0.5", repr(_c.lr), "dropout", "0.2", repr(_c.dropout))), (
     f"name every differing field with both values (lr 0.5 vs {_c.lr!r}, dropout 0.2 vs {_c.dropout!r}): {_msg}")
 base = run("rec_base", nproc=2, **REC)
-kill_rank, kill_step = DRILL.randint(0, 1), DRILL.randint(5, 21)
+# three SIGKILLs in one job, one per class at every seed (the seed draws only the steps and ranks within them):
+# before the first checkpoint (attempt 0), right after one (attempt 1), mid-interval (attempt 2); rank 0 and
+# rank 1 both die. kill:R@S#A fires before step S + 1 on attempt A: its restart resumes from S // 4 * 4.
+KILLS = kit.kill_plan(DRILL, ckpt_every=REC["ckpt_every"], steps=REC["epochs"])
+kill_rank, kill_step = KILLS[-1]
 drill = WORK / "kill"
 kit.run_trainer(hw, drill, kit.cli(**REC), nproc=2, max_restarts=MAX_RESTARTS,
-                env={"COURSE_FAULTS": f"kill:{kill_rank}@{kill_step}"}, timeout=300).check()
+                env={"COURSE_FAULTS": ",".join(f"kill:{r}@{s}#{a}" for a, (r, s) in enumerate(KILLS))}).check()
 fin = kit.final(drill)
-assert fin["resumed_from"] == kill_step // 4 * 4 and fin["step"] == 24, (
-    f"SIGKILL of rank {kill_rank} before step {kill_step + 1}: expected a resume from {kill_step // 4 * 4}, got {fin}")
-diff = kit.bitwise_equal(kit.final_params(base), kit.final_params(drill))
-assert not diff, f"SIGKILL of rank {kill_rank} at step {kill_step}: final parameters differ in {diff}"
 _m = hw.load_metrics(drill)
-assert set(_m["attempt"]) == {0, 1}, f"expected attempts 0 and 1 in the metrics, got {sorted(set(_m['attempt']))}"
+assert sorted(set(_m["attempt"])) == [0, 1, 2, 3], (
+    f"SIGKILLs {KILLS} (rank, step) on attempts 0-2: expected attempts 0-3 in the metrics, got {sorted(set(_m['attempt']))}")
+_resumes = [int(_m[_m["attempt"] == a]["step"].min()) - 1 for a in (1, 2, 3)]  # first step of the attempt - 1
+assert _resumes == [s // 4 * 4 for _, s in KILLS] and fin["step"] == 24, (
+    f"SIGKILLs {KILLS} (rank, step; checkpoints every 4 steps): attempts 1-3 must resume from "
+    f"{[s // 4 * 4 for _, s in KILLS]}, resumed from {_resumes}; final {fin}")
+diff = kit.bitwise_equal(kit.final_params(base), kit.final_params(drill))
+assert not diff, f"SIGKILLs {KILLS} (rank, step): final parameters differ in {diff}"
 RECOVERY = kit.recovery_parts(drill)
 # rank 1 cannot see any checkpoint (a lagging shared filesystem): rank 0's choice must win on both
 _choice = WORK / "choice"
@@ -567,7 +591,8 @@ for key in ("version", "owner", "event_time", "available_from", "available_until
 from course_dist.evidence import Evidence
 
 ev = Evidence("recovery_tests")
-ev.equal("kill drill: resumed_from - kill step // 4 * 4, steps", [fin["resumed_from"] - kill_step // 4 * 4, fin["step"]])
+ev.equal("kill drill: resumes - kill steps // 4 * 4, steps",
+         [[a - s // 4 * 4 for a, (_, s) in zip(_resumes, KILLS, strict=True)], fin["step"]])
 ev.rule("kill drill: final vs uninterrupted",
         {"base": kit.fingerprint(kit.final_params(base)), "other": kit.fingerprint(kit.final_params(drill))},
         rule="homework.bitwise_pair")
