@@ -27,8 +27,9 @@
 # Four core exercises (~75 min, 85 points): name the culprit of six planted hangs from what the hung job leaves
 # behind; find a straggler and rebalance around it without changing the gradient; measure scaling efficiency and
 # the gradient noise scale; choose a worker count, a global batch, a collective timeout and a hang-detection
-# deadline, and write them on the solution card. **Stretch A** (15 points, ~15 min, optional) ends an epoch with
-# uneven inputs three ways without a hang: 100 needs it, the core alone earns 85.
+# deadline, and write them on the solution card. Two optional stretches (15 points): **Stretch A** (10 points,
+# ~15 min) ends an epoch with uneven inputs three ways without a hang; **Stretch B** (5 points, ~10 min) reads
+# torch's flight-recorder dumps of the same planted hangs. 100 needs both; the core alone earns 85.
 #
 # **Measured or simulated.** Everything at world 1–3 is measured here (gloo on loopback, 2 shared CPU cores).
 # Figures at 8–64 ranks are *simulated*: an α–β model calibrated by this machine's gloo all-reduce at world 2,
@@ -159,6 +160,7 @@ for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=
 # **`monitored_barrier`** names ranks that do not arrive: every rank here is alive and times out together, so
 # it named nobody (on the DDP hang, nobody or the wrong ranks). On NCCL, torch's docs describe a watchdog that
 # dumps the flight recorder on a timeout by itself (`TORCH_NCCL_DUMP_ON_TIMEOUT`; not measured here).
+# **Stretch B** (optional, at the end) has you read the flight recorder's dumps of these hangs yourself.
 
 # %% [markdown]
 # **Written (4 points).** Which of the six hangs did the trace *not* show at the culprit's own call, and why?
@@ -424,8 +426,8 @@ assert list(eff["efficiency"].round(4)) == [0.9375, 0.8, 1.0, 1.0], f"efficiency
 est = noise_scale(4 + 40 / 8, 4 + 40 / 32, 8, 32)  # |G|^2 = 4, tr(Sigma) = 40 -> B_simple = 10
 assert all(math.isclose(est[k], v) for k, v in {"g2": 4.0, "trace_sigma": 40.0, "b_simple": 10.0}.items()), \
     f"noise scale from the planted statistics: got {est}, expected g2 4.0, trace_sigma 40.0, b_simple 10.0"
-assert 0.3 < ns["b_simple"] / exact["b_simple"] < 3, f"measured B_simple {ns['b_simple']:.3g} vs exact " \
-    f"{exact['b_simple']:.3g}"
+assert 0.3 < ns["b_simple"] / exact["b_simple"] < 3, f"measured B_simple {ns['b_simple']:.3g}, expected " \
+    f"within 3x of the exact {exact['b_simple']:.3g} (ratio {ns['b_simple'] / exact['b_simple']:.3g})"
 assert math.isclose(scaled_lr(0.1, 256, 1024, "linear", step=10, warmup=10), 0.4), \
     f"linear, warm-up done: got {scaled_lr(0.1, 256, 1024, 'linear', step=10, warmup=10)}, expected 0.4"
 assert math.isclose(scaled_lr(0.1, 256, 1024, "sqrt"), 0.2), \
@@ -439,10 +441,10 @@ assert math.isclose(scaled_lr(0.1, 256, 64, "sqrt", step=0, warmup=10), 0.1), \
     f"step 0 of the warm-up starts at base_lr: got {scaled_lr(0.1, 256, 64, 'sqrt', step=0, warmup=10)}, " \
     "expected 0.1"
 try:
-    scaled_lr(0.1, 256, 1024, "cubic")
-    raise AssertionError("scaled_lr(rule='cubic') should raise ValueError")
+    lr_bad = scaled_lr(0.1, 256, 1024, "cubic")
+    raise AssertionError(f"scaled_lr(rule='cubic') should raise ValueError, returned {lr_bad!r}")
 except ValueError as exc:
-    assert "cubic" in str(exc), f"the ValueError should name the rule: {exc}"
+    assert "cubic" in str(exc), f"the ValueError should name the rule 'cubic', got: {exc}"
 ### BEGIN HIDDEN TESTS
 import random
 
@@ -467,6 +469,11 @@ ev.close("scaled_lr", [scaled_lr(0.1, 256, b, rule, s, w) for b in (128, 1024, 4
 w = rng.randint(5, 50)  # at every seed: before, at and after the end of a drawn warm-up
 ev.close(f"scaled_lr warm-up {w}", [scaled_lr(0.1, 256, 1024, "linear", s, w) for s in (0, w // 2, w, 3 * w)],
          rtol=1e-9)
+try:  # another bad rule at every seed: its name in the message
+    refusal = f"no ValueError: returned {scaled_lr(0.1, 256, 1024, 'cosine', 3, 10)!r}"
+except ValueError as exc:
+    refusal = str(exc)
+ev.rule("bad rule named", refusal, rule="common.contains", needles=["cosine"])
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -585,8 +592,9 @@ tie = pd.DataFrame({"world": [8, 4, 2], "global_batch": [64] * 3, "time_s": [70.
 assert choose(tie, 250.0)["world"] == 4, \
     f"worlds 8 and 4 cost 1.2 (world 8 listed first): fewer ranks wins, expected world 4, got {choose(tie, 250.0)}"
 try:
-    choose(toy, 12.5)
-    raise AssertionError("choose(deadline 12.5 s) should raise ValueError: nothing is that fast")
+    too_fast = choose(toy, 12.5)
+    raise AssertionError(f"choose(deadline 12.5 s) should raise ValueError (nothing is that fast), returned "
+                         f"{too_fast}")
 except ValueError as exc:
     assert "70" in str(exc) and "12.5" in str(exc), \
         f"the ValueError should name the deadline (12.5 s) and the fastest time (70 s), got: {exc}"
@@ -697,7 +705,7 @@ ev.rule("card", {"card": dataclasses.asdict(card),
 
 
 # %% [markdown]
-# ## Stretch A — Uneven inputs (15 points, ~15 min, optional)
+# ## Stretch A — Uneven inputs (10 points, ~15 min, optional)
 #
 # When ranks hold different numbers of batches, the rank that runs out stops calling DDP's gradient
 # all-reduce and the others hang in it (you diagnosed `uneven_epoch` above). Write `run_epoch(ddp, opt,
@@ -738,7 +746,7 @@ def run_epoch(ddp: torch.nn.Module, opt: torch.optim.Optimizer, batches: list, s
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "uneven_tests", "locked": true, "points": 15, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "uneven_tests", "locked": true, "points": 10, "schema_version": 3, "solution": false}
 def check_uneven(counts):
     out = lab05.run_uneven(run_epoch, counts, timeout=15)
     for strategy, per_rank in out.items():
@@ -758,8 +766,8 @@ def check_uneven(counts):
 
 uneven_visible = {"3 ranks": check_uneven([4, 2, 4]), "2 ranks": check_uneven([1, 3])}  # a tie at the max
 try:
-    run_epoch(None, None, [], "shuffle")
-    raise AssertionError("run_epoch(strategy='shuffle') should raise ValueError")
+    bad_steps = run_epoch(None, None, [], "shuffle")
+    raise AssertionError(f"run_epoch(strategy='shuffle') should raise ValueError, returned {bad_steps!r}")
 except ValueError as exc:
     assert "shuffle" in str(exc), f"the ValueError should name the strategy 'shuffle', got: {exc}"
 ### BEGIN HIDDEN TESTS
@@ -782,6 +790,11 @@ record("visible", [1, 3], uneven_visible["2 ranks"])
 k, d = rng.randint(1, 3), rng.randint(1, 2)  # at every seed: the shortest rank last, a tie at the maximum
 for counts in ([k + d, k + d, k], [k + d, k]):
     record("hidden", counts, check_uneven(counts))
+try:  # another unknown strategy at every seed: its name in the message
+    refusal = f"no ValueError: returned {run_epoch(None, None, [], 'round_robin')!r}"
+except ValueError as exc:
+    refusal = str(exc)
+ev.rule("unknown strategy named", refusal, rule="common.contains", needles=["round_robin"])
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -791,3 +804,84 @@ for counts in ([k + d, k + d, k], [k + d, k]):
 # %%
 join_cost = lab05.join_overhead(steps=pick(full=60, fast=20))
 display(pd.DataFrame([join_cost]))
+
+
+# %% [markdown]
+# ## Stretch B — Read a flight-recorder dump (5 points, ~10 min, optional)
+#
+# In Exercise 1's table torch's flight recorder named the culprit of all six hangs, the DDP one included (the
+# lab's Python trace sees that one only through a stack): it records DDP's C++ bucket all-reduces too. Here you
+# read its dumps yourself. The cell below runs the six hangs once more at world 3 with `TORCH_FR_BUFFER_SIZE`
+# set (gloo, a 2 s collective timeout: on gloo a rank can dump only once its stuck collective has timed out)
+# and reads each rank's dump into plain records. `dump["entries"][r]` is rank r's list of entries `{"group",
+# "seq", "op", "sizes", "frames"}`: the process group's name (`"0"` is the default group), the collective's
+# number within that group (from 1), the op, the input sizes, and the Python frames at the call (innermost
+# first, each `{"file", "line", "name"}`).
+#
+# Write `fr_culprit(entries)` returning `{"rank", "group", "seq", "op", "line"}`:
+# - key every entry by `(group, seq)` (each group numbers its own collectives: DDP's buckets run on the default
+#   group, the hang's logged loss on a group of its own) and walk the keys with the **default group `"0"`
+#   first**, then the other groups, each in seq order;
+# - at each key a rank's signature is its entry's `(op, sizes)`, or nothing when it has no entry there; the
+#   **first** key where the three signatures are not all equal is the divergence (`"group"`, `"seq"`);
+# - the culprit (`"rank"`) is the rank whose signature no other rank shares (at world 3 the other two agree);
+#   `"op"` is the culprit's op there, `"line"` the line (an `int`) of the culprit's innermost frame in the
+#   planted file (`frame["file"]` ends with `"hangs.py"`).
+#
+# Stuck? `hint("lab05.frdump")`
+
+# %%
+fr_cases = [(case, (culprit + 1) % lab05.WORLD) for case, culprit in visible_cases]  # other culprits than Ex. 1
+fr = lab05.fr_dumps(fr_cases, pg_timeout=2.0)
+print({d["case"]: {r: len(es) for r, es in d["entries"].items()} for d in fr})  # entries per rank
+ddp_dump = fr[5]
+display(pd.DataFrame([{"rank": r, **{k: e[k] for k in ("group", "seq", "op", "sizes")},
+                       "frames": [f"{f['name']}:{f['line']}" for f in e["frames"][:3]]}
+                      for r, es in ddp_dump["entries"].items() for e in es]))
+
+
+# %% nbgrader={"grade": false, "grade_id": "frdump_solution", "locked": false, "schema_version": 3, "solution": true}
+def fr_culprit(entries: dict[int, list[dict]]) -> dict:
+    """``{"rank", "group", "seq", "op", "line"}`` of the first disagreement in the ranks' flight-recorder
+    entries (rules above)."""
+    ### BEGIN SOLUTION
+    by_key = {r: {(e["group"], e["seq"]): e for e in es} for r, es in entries.items()}
+    # the default group first: a hang on a side group (a logged loss) follows from one on the main group
+    keys = sorted(set().union(*by_key.values()), key=lambda k: (k[0] != "0", k[0], k[1]))
+    for key in keys:
+        sig = {r: repr((es[key]["op"], es[key]["sizes"])) if key in es else None for r, es in by_key.items()}
+        if len(set(sig.values())) > 1:
+            rank = next(r for r, s in sig.items() if list(sig.values()).count(s) == 1)
+            e = by_key[rank][key]
+            line = next(f["line"] for f in e["frames"] if f["file"].endswith("hangs.py"))
+            return {"rank": rank, "group": key[0], "seq": key[1], "op": e["op"], "line": line}
+    raise ValueError("the ranks' flight-recorder entries agree: no divergence")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "frdump_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false}
+for d in fr:
+    case, want = f"{d['case']} (culprit rank {d['culprit']})", lab05.fr_truth(d["case"], d["culprit"], d["dir"])
+    got = fr_culprit(d["entries"])
+    assert (got.get("group"), got.get("seq")) == (want["group"], want["seq"]), f"{case}: the first " \
+        f"disagreement is (group, seq) {(want['group'], want['seq'])}, fr_culprit gave {(got.get('group'), got.get('seq'))}"
+    assert got.get("rank") == want["rank"], \
+        f"{case}: the odd one out is rank {want['rank']}, fr_culprit named rank {got.get('rank')!r}"
+    assert got.get("op") == want["op"], f"{case}: the culprit's op there is {want['op']!r}, got {got.get('op')!r}"
+    assert type(got.get("line")) is int and got["line"] == want["line"], \
+        f"{case}: the culprit's line in hangs.py is the int {want['line']!r}, got {got.get('line')!r}"
+moved = {(r + 1) % lab05.WORLD: es for r, es in fr[0]["entries"].items()}  # the dumps of ranks 0, 1, 2 as 1, 2, 0
+got_moved, want_moved = fr_culprit(moved).get("rank"), (fr[0]["culprit"] + 1) % lab05.WORLD
+assert got_moved == want_moved, f"{fr[0]['case']} with rank r's dump read as rank r + 1's (keys 1, 2, 0): " \
+    f"the culprit is the key rank {want_moved}, fr_culprit named {got_moved!r}"
+### BEGIN HIDDEN TESTS
+from course_dist.evidence import Evidence, grading_seed
+
+ev = Evidence("frdump_tests")
+shift = 1 + grading_seed() % (lab05.WORLD - 1)  # at every seed: every dump again with its ranks relabelled
+for d in fr:
+    ev.equal(f"{d['case']}", {"culprit": d["culprit"], "diagnosis": fr_culprit(d["entries"])})
+    relabelled = {(r + shift) % lab05.WORLD: es for r, es in d["entries"].items()}
+    ev.equal(f"{d['case']} ranks relabelled", {"culprit": (d["culprit"] + shift) % lab05.WORLD,
+                                                "diagnosis": fr_culprit(relabelled)})
+### END HIDDEN TESTS
