@@ -263,3 +263,11 @@ def test_fr_dumps_run_cases_at_once_and_read_their_culprit():
         assert hit["op"] == want["op"], (hit, want)
     assert dumps[0]["entries"][1][-1]["sizes"] != dumps[0]["entries"][0][-1]["sizes"], "shape mismatch: sizes"
     assert lab05.fr_truth("ddp_unused", 2, dumps[1]["dir"])["op"] == "all_reduce"  # DDP's bucket, recorded
+
+
+def test_near_holds_a_card_field_to_its_own_measurement():
+    judge.near({"value": 198.0, "measured": 198.14}, rtol=0.01)
+    with pytest.raises(AssertionError, match="198.1"):  # the exact B_simple, inside check_card's 25 %
+        judge.near({"value": 152.06, "measured": 198.14}, rtol=0.01)
+    with pytest.raises(AssertionError, match="finite number"):
+        judge.near({"value": "198", "measured": 198.14})

@@ -68,3 +68,13 @@ def states_seconds(student_value: Any, reference_value: Any = None, *, rtol: flo
     stated = [float(m) for m in _SECONDS.findall(note)]
     assert any(abs(x - value) <= rtol * abs(value) for x in stated), (
         f"the note should state {value:.4g} s (within {rtol:.0%}); it states {stated} s: {note!r}")
+
+
+def near(student_value: Any, reference_value: Any = None, *, rtol: float = 0.01) -> None:
+    """``{"value", "measured"}``: a card field within ``rtol`` of the measurement of the same run it names
+    (the card's own 25 % would let another number, such as the exact B_simple 23 % away, pass)."""
+    assert isinstance(student_value, dict), f"expected {{'value', 'measured'}}, got {student_value!r}"
+    value = _number(student_value.get("value"), "value")
+    measured = _number(student_value.get("measured"), "measured")
+    assert abs(value - measured) <= rtol * abs(measured), (
+        f"expected {measured:.4g} (within {rtol:.0%}), got {value:.4g}")

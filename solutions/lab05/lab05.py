@@ -551,7 +551,8 @@ _fig = lab05.plot_step_tail(phases, timeout_s, heartbeat_s)
 # %% [markdown]
 # **The solution card.** Latency: the chosen configuration's *simulated* step time (s/step); cost: its
 # *simulated* cost to the target ($) — both notes say "simulated" and give the calibration; capacity: your
-# measured critical batch B_simple (samples/step) beyond which more data parallelism buys little; fallback: the
+# measured critical batch B_simple (samples/step: `ns["b_simple"]`, the estimate the plan used, not the exact
+# value, within 1 %) beyond which more data parallelism buys little; fallback: the
 # collective timeout (s), with the heartbeat deadline that detects a hang first stated in its note (the note
 # names the heartbeat and gives its deadline in seconds, e.g. `0.123 s`: the test reads that number back).
 
@@ -621,6 +622,8 @@ assert "heartbeat" in card.fallback.note, f"card.fallback.note must state the he
 stated = lab05.seconds_in(card.fallback.note)
 assert any(math.isclose(x, heartbeat_s, rel_tol=0.25) for x in stated), f"card.fallback.note should give the " \
     f"heartbeat deadline, {heartbeat_s:.3f} s (within 25 %); the note states {stated} s: {card.fallback.note!r}"
+assert math.isclose(card.capacity.value, ns["b_simple"], rel_tol=0.01), f"card.capacity should be your measured " \
+    f"B_simple {ns['b_simple']:.4g} (within 1 %; the exact value is {exact['b_simple']:.4g}), got {card.capacity.value}"
 course_dist.check_card(card, measured={"latency": float(plan["step_s"]), "cost": float(plan["cost"]),
                                        "capacity": float(ns["b_simple"]), "fallback": float(timeout_s)})
 ### BEGIN HIDDEN TESTS
@@ -668,6 +671,8 @@ ev.rule("card notes: simulated latency and cost, heartbeat in the fallback",
         needles=["simulated", "simulated", "heartbeat"])
 ev.rule("card fallback note states the heartbeat deadline", {"note": card.fallback.note, "value": float(heartbeat_s)},
         rule="lab05.states_seconds", rtol=0.25)
+ev.rule("card capacity is the measured B_simple", {"value": float(card.capacity.value),
+                                                  "measured": float(ns["b_simple"])}, rule="lab05.near", rtol=0.01)
 ev.rule("plan meets the deadline", {"plan_time_s": float(plan["time_s"]), "deadline_s": float(deadline_s)},
         rule="lab05.meets_deadline")
 ev.rule("card", {"card": dataclasses.asdict(card),
