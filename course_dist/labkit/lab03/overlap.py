@@ -57,8 +57,21 @@ def gathered(blocks: list[nn.Module]) -> list[int]:
     return out
 
 
+class _NoLedger:
+    """Stands in for the ledger when bytes are not measured: live bytes read as 0."""
+
+    def __enter__(self) -> _NoLedger:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def current(self) -> int:
+        return 0
+
+
 def _observe(blocks: list[nn.Module], log: list[tuple[str, int, list[int], int]], order: list[str],
-             ledger: MemoryLedger) -> list[Any]:
+             ledger: MemoryLedger | _NoLedger) -> list[Any]:
     """Hooks inside each block (after FSDP2's own pre-forward / pre-backward hooks have run): log the
     gathered blocks when the block's forward compute starts (fc1's pre-hook) and when its backward compute
     starts (the gradient of fc2's output), with the ledger's live bytes then; keep FSDP2's own record of
@@ -115,26 +128,28 @@ def _step(model: nn.Module, opt: Any, step: int, seed: int, ledger: MemoryLedger
     return peak
 
 
-def prefetch_run(set_prefetch: Callable | None, depth: int | None, steps: int = 3, seed: int = 0,
-                 timed: int = 0, async_op: bool = False) -> dict[str, Any]:
+def prefetch_run(set_prefetch: Callable | None, depth: int | None, steps: int = 2, seed: int = 0,
+                 timed: int = 0, async_op: bool = False, ledger: bool = True) -> dict[str, Any]:
     """Inside a rank: ``steps`` AdamW steps of the lab model under FSDP2 per block with ``depth`` (None:
     implicit). Step 1 (after the lazy initialisation of step 0) is observed, and its forward and backward
-    give ``peak_bytes`` on the memory ledger; then, after one warm-up step, ``timed`` more steps without the
-    ledger (``step_s``, ``block_forward_s``, their trace window ``timed_window``). Returns the gathered
-    blocks per block and pass, FSDP2's post-forward order, the trace window of the ledger run, and the
-    parameters."""
+    give ``peak_bytes`` on the memory ledger (``ledger=False``: no bytes, the live lists read 0); then,
+    after one warm-up step, ``timed`` more steps without the ledger (``step_s``, ``block_forward_s``, their
+    trace window ``timed_window``). Returns the gathered blocks per block and pass, FSDP2's post-forward
+    order, the trace window of the ledger run, and the parameters."""
     record_single_collectives()
     log: list[tuple[str, int, list[int], int]] = []
     order: list[str] = []
     peak, peak_at = 0, ""
-    with MemoryLedger() as ledger:
+    # the ledger costs about a millisecond per op: ledger=False (the world-3 checks) observes without it
+    with MemoryLedger() if ledger else _NoLedger() as book:
         model, blocks, opt = _build(set_prefetch, depth, seed, async_op)
-        watch(model, ledger)  # labels where the peak is reached (peak_at)
+        if ledger:
+            watch(model, book)  # labels where the peak is reached (peak_at)
         t0 = time.time()
         for step in range(steps):
-            handles = _observe(blocks, log, order, ledger) if step == 1 else []
-            fb_peak = _step(model, opt, step, seed, ledger if step == 1 else None)
-            peak, peak_at = (fb_peak, ledger.peak_at) if step == 1 else (peak, peak_at)
+            handles = _observe(blocks, log, order, book) if step == 1 else []
+            fb_peak = _step(model, opt, step, seed, book if step == 1 and ledger else None)
+            peak, peak_at = (fb_peak, getattr(book, "peak_at", "")) if step == 1 else (peak, peak_at)
             for h in handles:
                 h.remove()
         window = (t0, time.time())
@@ -170,10 +185,10 @@ def prefetch_run(set_prefetch: Callable | None, depth: int | None, steps: int = 
     return out
 
 
-def prefetch_check(set_prefetch: Callable, depths: list[int | None], steps: int = 3, seed: int = 0,
-                   timed: int = 0) -> list[dict[str, Any]]:
+def prefetch_check(set_prefetch: Callable, depths: list[int | None], steps: int = 2, seed: int = 0,
+                   timed: int = 0, ledger: bool = True) -> list[dict[str, Any]]:
     """One launch: ``prefetch_run`` for each depth (each with its own trace window)."""
-    return [prefetch_run(set_prefetch, d, steps, seed, timed) for d in depths]
+    return [prefetch_run(set_prefetch, d, steps, seed, timed, ledger=ledger) for d in depths]
 
 
 def want_gathered(order: list[str], depth: int | None, kind: str) -> list[list[int]]:
@@ -222,8 +237,9 @@ def _extra(run: dict[str, Any], base: dict[str, Any], key: str) -> float:
 def overlap_table(runs: list[dict[str, Any]], trace: pd.DataFrame,
                   fits: dict[str, tuple[float, float]] | None, timed: int) -> pd.DataFrame:
     """One row per depth (rank 0): step time, exposed all-gather time, ledger peak and its growth over the
-    implicit run; and the Playbook's overlap condition per block: forward compute time >= one block's
-    all-gather time (measured from the trace, and predicted from the fit when ``fits`` is given)."""
+    implicit run (runs measured with the ledger); and the Playbook's overlap condition per block: forward
+    compute time >= one block's all-gather time (measured from the trace, and predicted from the fit when
+    ``fits`` is given)."""
     from course_dist.labkit.lab01 import ring_constants
 
     base = runs[0]
@@ -233,14 +249,16 @@ def overlap_table(runs: list[dict[str, Any]], trace: pd.DataFrame,
         ag = all_gather_s(trace, 0, r["timed_window"], timed)
         row = {"prefetch": "implicit" if r["depth"] is None else f"explicit, depth {r['depth']}",
                "step_s": r["step_s"], "x implicit step": r["step_s"] / base["step_s"],
-               "all_gather_s_per_step (exposed)": ag, "peak_bytes": r["peak_bytes"],
-               "extra peak / block bytes": (r["peak_bytes"] - base["peak_bytes"]) / r["block_bytes"],
-               "extra live in forward / block bytes": _extra(r, base, "live_forward"),
-               "extra live in backward / block bytes": _extra(r, base, "live_backward"),
+               "all_gather_s_per_step (exposed)": ag,
                "block_forward_s": r["block_forward_s"],
                "block_GFLOP_per_s": r["block_flops"] / r["block_forward_s"] / 1e9,
                "block_all_gather_s (trace)": block_all_gather_s(trace, 0, r["timed_window"], r["block_bytes"],
                                                                 world)}
+        if r["peak_bytes"]:  # measured on the ledger (prefetch_run(..., ledger=True))
+            row.update({"peak_bytes": r["peak_bytes"],
+                        "extra peak / block bytes": (r["peak_bytes"] - base["peak_bytes"]) / r["block_bytes"],
+                        "extra live in forward / block bytes": _extra(r, base, "live_forward"),
+                        "extra live in backward / block bytes": _extra(r, base, "live_backward")})
         if fits and "all_gather" in fits:
             alpha, beta = fits["all_gather"]
             steps_n, bus = ring_constants("all_gather", world)
