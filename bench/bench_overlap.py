@@ -50,7 +50,7 @@ def main(quick: bool = False) -> dict[str, float]:
     from course_dist.labkit import lab03
     from course_dist.labkit.lab01 import ring_constants
 
-    rounds, timed = (2, 3) if quick else (3, 8)
+    rounds, timed = (2, 3) if quick else (5, 8)
     set_prefetch = reference(("prefetch_solution",))["set_prefetch"]
     load0, t_start = os.getloadavg()[0], time.time()
     fits = lab03.fit_bus(lab03.measure_fit([1024, 2**14, 2**18] if quick else [1024, 2**14, 2**18, 2**20],
