@@ -63,7 +63,8 @@ def make_scheduler(
     """Linear warm-up for ``cfg.warmup_steps``, then cosine decay to 10% of the peak over ``total_steps``.
 
     Optimizer step ``s`` (from 0) runs at ``lr * (s + 1) / W`` while ``s < W`` (``W = warmup_steps``), then at
-    ``lr * (0.1 + 0.9 * (1 + cos(pi * p)) / 2)``, ``p = (s - W) / (total_steps - W)``: the floor at ``p = 1``."""
+    ``lr * (0.1 + 0.9 * (1 + cos(pi * p)) / 2)``, ``p = (s - W) / (total_steps - W)``: the floor at
+    ``p = 1``."""
     warm = max(0, cfg.warmup_steps)
 
     def factor(step: int) -> float:
