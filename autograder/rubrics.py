@@ -9,7 +9,18 @@ from pathlib import Path
 import yaml
 
 KINDS = ("auto", "manual")
-REQUIREMENT_FIELDS = ("text", "visible", "hidden", "mutants")
+REQUIREMENT_FIELDS = ("text", "visible", "hidden", "mutants", "alternatives")
+ALTERNATIVE_FIELDS = ("rule", "input", "mutant")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A plausible wrong rule a strong student might apply instead of a requirement (issue 34), and the visible
+    input on which it gives a different answer from the reference."""
+
+    rule: str  # the alternative rule, e.g. "pads with zeros instead of repeating the head"
+    input: str  # a substring of a line in the visible part of the exercise's test cells: the separating input
+    mutant: str = ""  # optional: the mutant (autograder/mutants/<lab>/) that applies this rule
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,7 @@ class Requirement:
     visible: str  # a substring of the visible assert line (before BEGIN HIDDEN TESTS) that pins it
     hidden: str  # the hidden variants that repeat it on seeded inputs
     mutants: tuple[str, ...] = ()  # known-wrong answers (autograder/mutants/<lab>/) that break only it
+    alternatives: tuple[Alternative, ...] = ()  # plausible wrong rules and the visible input separating each
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,40 @@ def _requirements(ex: dict, where: str) -> tuple[Requirement, ...] | None:
         mutants = req.get("mutants") or []
         if not isinstance(mutants, list) or not all(isinstance(m, str) and m for m in mutants):
             raise ValueError(f"{at}.mutants: expected a list of mutant names, got {mutants!r}")
-        out.append(Requirement(req["text"].strip(), req["visible"], req["hidden"].strip(), tuple(mutants)))
+        out.append(
+            Requirement(
+                req["text"].strip(),
+                req["visible"],
+                req["hidden"].strip(),
+                tuple(mutants),
+                _alternatives(req.get("alternatives"), at),
+            )
+        )
+    return tuple(out)
+
+
+def _alternatives(raw: object, at: str) -> tuple[Alternative, ...]:
+    """A requirement's ``alternatives:`` list (each ``{rule, input, mutant?}``); errors name where and what."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ValueError(f"{at}.alternatives: expected a list of {{rule, input, mutant?}}, got {raw!r}")
+    out = []
+    for j, alt in enumerate(raw):
+        where = f"{at}.alternatives[{j}]"
+        if not isinstance(alt, dict):
+            raise ValueError(f"{where}: expected a mapping with {ALTERNATIVE_FIELDS}, got {alt!r}")
+        unknown = sorted(set(alt) - set(ALTERNATIVE_FIELDS))
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {unknown}; fields are {ALTERNATIVE_FIELDS}")
+        for name in ("rule", "input"):
+            value = alt.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{where}.{name}: expected a non-empty string, got {value!r}")
+        mutant = alt.get("mutant") or ""
+        if not isinstance(mutant, str):
+            raise ValueError(f"{where}.mutant: expected a mutant name, got {mutant!r}")
+        out.append(Alternative(alt["rule"].strip(), alt["input"], mutant))
     return tuple(out)
 
 

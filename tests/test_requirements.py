@@ -83,6 +83,41 @@ def test_every_auto_exercise_lists_pinned_requirements(lab: str) -> None:
     assert not problems, "\n".join(problems)
 
 
+def _visible_lines(cell: str) -> list[str]:
+    return cell.split(BEGIN_HIDDEN)[0].splitlines()
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_requirement_lists_separated_alternatives(lab: str) -> None:
+    """Issue 34: each requirement names the plausible wrong rules a strong student might apply instead (as
+    data) and, for each, the visible input on which it answers differently from the reference: a substring of
+    a line in the visible part of one of the exercise's test cells. A named mutant applies that rule."""
+    rubric = load_rubric(ROOT / "autograder" / "rubric" / f"{lab}.yaml")
+    cells = _test_cells(lab)
+    folder = ROOT / "autograder" / "mutants" / lab
+    mutants = {p.stem: read_mutant(p)[0] for p in sorted(folder.glob("*.py"))}
+    problems = []
+    for ex in rubric.exercises:
+        if not ex.auto_ids or not ex.requirements:
+            continue
+        visible = [line for gid in sorted(ex.auto_ids) if gid in cells for line in _visible_lines(cells[gid])]
+        for i, req in enumerate(ex.requirements):
+            where = f"{lab}/{ex.id} requirement {i} ({req.text[:60]!r})"
+            if not req.alternatives:
+                problems.append(f"{where}: lists no alternatives (plausible wrong rules and their inputs)")
+            for alt in req.alternatives:
+                if not any(alt.input in line for line in visible):
+                    problems.append(
+                        f"{where}: alternative {alt.rule[:50]!r}: input {alt.input!r} is on no line of the "
+                        f"visible part of {sorted(ex.auto_ids)}"
+                    )
+                if alt.mutant and alt.mutant not in mutants:
+                    problems.append(f"{where}: alternative's mutant {alt.mutant!r} does not exist")
+                elif alt.mutant and mutants[alt.mutant]["exercise"] != ex.id:
+                    problems.append(f"{where}: alternative's mutant {alt.mutant!r} belongs to another exercise")
+    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
+
+
 def _comparisons(value: ast.expr) -> list[str]:
     """Comparisons inside a recorded value expression. A comprehension's ``if`` filter only chooses which
     raw values are recorded, and an ``is None`` guard how one is written, so neither is one."""
@@ -165,6 +200,8 @@ def test_requirement_fields_are_validated(tmp_path: Path) -> None:
         ('      - {text: "", visible: "a", hidden: "b"}\n', "text"),
         ('      - {text: "r", visible: "a", hidden: "b", mutants: "m1"}\n', "mutants"),
         ('      - {text: "r", visible: "a", hidden: "b", extra: 1}\n', "extra"),
+        ('      - {text: "r", visible: "a", hidden: "b", alternatives: [{rule: "x"}]}\n', "input"),
+        ('      - {text: "r", visible: "a", hidden: "b", alternatives: [{rule: "x", input: "y", z: 1}]}\n', "z"),
     ]:
         path.write_text(base + bad)
         with pytest.raises(ValueError) as err:
