@@ -38,9 +38,9 @@ from pathlib import Path
 from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Integer, Unicode
+from traitlets import Bool, Dict, Integer, Unicode
 
-from autograder.sandbox import SandboxedKernelManager, SandboxSpec
+from autograder.sandbox import SandboxedKernelManager, SandboxedProcess, SandboxSpec
 from autograder.verdict import is_auto_test
 
 log = logging.getLogger("autograder.execute")
@@ -67,6 +67,11 @@ class SandboxedExecute(Execute):
     recover_s = Integer(15, help="after a timeout's interrupt, seconds the kernel has to answer again").tag(
         config=True
     )
+    split = Bool(False, help="the process boundary (issue 32): answer cells run in a sandboxed student "
+                 "process, every other cell in a trusted kernel outside it").tag(config=True)
+    declared = Dict({}, help="answer cell grade_id -> the names its exercise declares (split mode)").tag(
+        config=True
+    )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
@@ -80,6 +85,8 @@ class SandboxedExecute(Execute):
         self._evidence: Path | None = None  # the kernel writes here (inside the sandbox)
         self._frozen: Path | None = None  # test cells' evidence, moved here as each replies (outside it)
         self._index = -1  # the cell being executed
+        self._student: SandboxedProcess | None = None  # split mode: the sandboxed student process
+        self._died_noted = False
 
     # ---- kernel -----------------------------------------------------------------------------------------
     def create_kernel_manager(self):  # noqa: ANN201 - nbclient signature
@@ -106,7 +113,19 @@ class SandboxedExecute(Execute):
         frozen.mkdir()
         self._evidence, self._frozen = evidence, frozen
         self._env = {**self.kernel_env, "COURSE_EVIDENCE_DIR": str(evidence)}
-        if self.sandbox_json:
+        if self.sandbox_json and self.split:
+            # The trusted kernel runs outside the sandbox and never executes submitted text; the student
+            # process runs inside it, seeing the copy and its socket directory only (no evidence directory).
+            spec = json.loads(self.sandbox_json)
+            hostdir = base / "host"
+            hostdir.mkdir()
+            spec.update(workdir=str(work), writable=[str(hostdir)])
+            student_spec = SandboxSpec(**spec)
+            self.output_bytes = min(self.output_bytes, student_spec.output_bytes)
+            self._spec = None
+            self._died_noted = False
+            self._env["COURSE_STUDENT_SOCKET"] = self._start_student(student_spec, hostdir)
+        elif self.sandbox_json:
             spec = json.loads(self.sandbox_json)
             # only the copy and the evidence directory are writable, whatever the caller's spec said
             spec.update(workdir=str(work), writable=[str(evidence)])
@@ -128,26 +147,75 @@ class SandboxedExecute(Execute):
         finally:
             meta["path"] = src
             killed = self._km.close() if self._km is not None else 0
+            if self._student is not None:
+                killed += self._student.close()
             resources["course_sandbox"] = {
                 "leftovers_killed": killed,
                 "wall_expired": bool(self._km is not None and self._km.wall_expired),
                 "output_dropped_bytes": self._dropped,
-                "sandboxed": self._spec is not None,
+                "sandboxed": self._spec is not None or self._student is not None,
+                "split": self._student is not None,
             }
+            self._student = None
             self._km = None
             shutil.rmtree(work, ignore_errors=True)
+
+    # ---- the student process (split mode) ----------------------------------------------------------------
+    def _start_student(self, spec: SandboxSpec, hostdir: Path) -> str:
+        """Start ``python -m course_dist.student --host`` in the sandbox; returns its socket's path once it
+        listens. Its environment: the kernel's (fast mode, seed, cell timeout), never the evidence dir."""
+        import sys
+        import time
+
+        sock = str(hostdir / "s.sock")
+        env = {**os.environ, **self.kernel_env}
+        env.pop("COURSE_EVIDENCE_DIR", None)
+        self._student = SandboxedProcess(
+            spec, [sys.executable, "-m", "course_dist.student", "--host", sock], env, str(hostdir)
+        )
+        deadline = time.monotonic() + max(60, self.startup_timeout)
+        while not os.path.exists(sock):
+            if self._student.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the student process did not start: {self._student.tail()}")
+            time.sleep(0.05)
+        return sock
+
+    def _answer_stub(self, cell) -> str | None:  # noqa: ANN001 - a NotebookNode
+        """Split mode: the trusted kernel's stand-in for an answer cell (the source travels as a string)."""
+        meta = cell.metadata.get("nbgrader", {})
+        if self._student is None or cell.cell_type != "code" or not meta.get("solution"):
+            return None
+        gid = meta.get("grade_id", "")
+        names = list(self.declared.get(gid, []))
+        return (f"__import__('course_dist.student', fromlist=['run_answer']).run_answer({gid!r}, "
+                f"{cell.source!r}, {names!r})")
 
     # ---- evidence frozen per cell, a dead kernel ends the run --------------------------------------------
     def preprocess_cell(self, cell, resources, index):  # noqa: ANN001, ANN201 - nbconvert signature
         self._index = index
         gid = cell.metadata.get("nbgrader", {}).get("grade_id") if is_auto_test(cell) else None
         self._clear_evidence()  # nothing planted before this cell counts
+        stub, source = self._answer_stub(cell), cell.source
         try:
+            if stub is not None:
+                cell.source = stub
             return super().preprocess_cell(cell, resources, index)
         finally:
+            cell.source = source
             if gid:
                 self._freeze(gid)
             self._clear_evidence()
+            self._student_died(cell)
+
+    def _student_died(self, cell) -> None:  # noqa: ANN001 - a NotebookNode
+        """Once, where the student process died: its last output in the cell (why, for the student)."""
+        if self._student is None or self._student.alive() or self._died_noted:
+            return
+        self._died_noted = True
+        code = self._student.proc.returncode
+        cell.outputs.append(new_output("stream", name="stderr", text=(
+            f"\n[grader] the student process (your answer cells and the ranks they launch) ended with status "
+            f"{code} during this cell; its last output:\n{self._student.tail()}\n")))
 
     def _freeze(self, gid: str) -> None:
         """Move this test cell's evidence out of the kernel's reach (a rename: the file as it was at the
@@ -189,6 +257,8 @@ class SandboxedExecute(Execute):
 
     # ---- timeouts ---------------------------------------------------------------------------------------
     async def _async_handle_timeout(self, timeout, cell=None):  # noqa: ANN001, ANN201 - nbclient signature
+        if self._student is not None:  # the student's code is what runs long: interrupt it over there too
+            self._student.interrupt()
         reply = await super()._async_handle_timeout(timeout, cell)  # interrupts; nbgrader's error reply
         if not await self._answers(self.recover_s):
             log.error("kernel became unresponsive after the per-cell timeout (%ss): killed", timeout)

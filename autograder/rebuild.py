@@ -112,22 +112,104 @@ def _differs(cell: nbformat.NotebookNode, release: nbformat.NotebookNode) -> boo
     )
 
 
+STAGE_VAR = "COURSE_STAGE_MB"  # the bytes a submission may stage (apparent sizes), in MiB; default 64
+
+
+def stage_limit() -> int:
+    import os
+
+    raw = os.environ.get(STAGE_VAR, "")
+    try:
+        return (int(raw) if raw else 64) << 20
+    except ValueError as exc:
+        raise ValueError(f"{STAGE_VAR}={raw!r} is not an integer number of MiB") from exc
+
+
+def declared_files(cfg: object, lab: str) -> list[str]:
+    """The files a submission of ``lab`` hands in besides its notebook: for a package lab (the rubric's
+    ``submit_as``), the ``.py`` files of the package the student distribution ships (``homework/*.py``)."""
+    from autograder.rubrics import load_rubric
+
+    rp = Path(cfg.rubric) / f"{lab}.yaml"
+    out: list[str] = []
+    for folder in load_rubric(rp).submit_as.values() if rp.exists() else ():
+        skeleton = Path(cfg.root) / folder
+        out += [f"{folder}/{p.name}" for p in sorted(skeleton.glob("*.py"))]
+    return out
+
+
+def _plain(path: Path, rel: str) -> int:
+    """The apparent size of a plain file (a sparse file counts in full); Unusable for a link or a special
+    file: it would bring in whatever it points at."""
+    import stat
+
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        raise Unusable(f"{rel} is a symbolic link: submit plain files")
+    if not stat.S_ISREG(st.st_mode):
+        raise Unusable(f"{rel} is not a regular file (a device, fifo or socket)")
+    if st.st_nlink > 1:
+        raise Unusable(f"{rel} is a hard link ({st.st_nlink} names): submit a copy")
+    return st.st_size
+
+
+def _others(src: Path, staged: set[str], limit: int = 100_000) -> int:
+    """How many other entries the folder holds (not staged, counted for the note; stops at ``limit``)."""
+    import os
+
+    count, todo = 0, [src]
+    while todo and count < limit:
+        d = todo.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    rel = Path(e.path).relative_to(src).as_posix()
+                    if e.name in (".ipynb_checkpoints", "__pycache__"):
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        todo.append(Path(e.path))
+                    elif rel not in staged:
+                        count += 1
+        except OSError:
+            continue
+    return count
+
+
 def stage_submission(cfg: object, lab: str, src: Path, dst: Path) -> tuple[list[str], dict[str, str], list]:
-    """Copy the student's lab folder ``src`` to ``dst`` (plain files only: a link is copied as a link and
-    never followed; :func:`autograder.shard.not_plain` refused links before) with the notebook rebuilt.
+    """Stage what is graded of the student's lab folder ``src`` into ``dst``: the notebook, rebuilt, and a
+    package lab's declared files (:func:`declared_files`). Nothing else is copied - a ``course_dist/`` folder
+    or a sidecar module beside the notebook could otherwise be imported by the kernel - and the feedback says
+    how many files were left out. The staged files are plain files whose apparent sizes (a sparse file counts
+    in full) add up to at most :func:`stage_limit` bytes.
 
     Returns (notes for the feedback, {test grade_id: why its points are withheld}, tamper findings); raises
     :class:`Unusable` when the notebook cannot be graded."""
     from autograder.tamper import withheld_points
 
+    limit = stage_limit()
+    nb_rel = f"{lab}.ipynb"
+    wanted = [nb_rel, *(f for f in declared_files(cfg, lab) if (src / f).exists() or (src / f).is_symlink())]
+    sizes = {rel: _plain(src / rel, rel) for rel in wanted}
+    total = sum(sizes.values())
+    if total > limit:
+        big = max(sizes, key=sizes.get)
+        raise Unusable(
+            f"the graded files add up to {total / 2**20:.1f} MiB, over the {limit >> 20} MiB limit "
+            f"({big}: {sizes[big] / 2**20:.1f} MiB); clear the notebook's outputs (Edit > Clear Outputs of "
+            f"All Cells) and resubmit"
+        )
     if dst.exists():
         shutil.rmtree(dst)
-    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    mine = dst / f"{lab}.ipynb"
-    if mine.is_symlink() or not mine.is_file():
-        raise Unusable(f"{lab}.ipynb is not a plain file")
+    dst.mkdir(parents=True)
+    for rel in wanted[1:]:
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, dst / rel)
     release = nbformat.read(Path(cfg.nbgrader_root) / "release" / lab / f"{lab}.ipynb", as_version=4)
-    nb, notes = rebuild(read_submission(mine), release)
+    nb, notes = rebuild(read_submission(src / nb_rel), release)
+    others = _others(src, set(wanted))
+    if others:
+        only = " and ".join([nb_rel, *sorted({w.split("/")[0] + "/*.py" for w in wanted[1:]})])
+        notes.append(f"{others} other file(s) in the folder were not staged: only {only} are graded")
     withheld, findings = withheld_points(cfg, lab, nb)
-    nbformat.write(nb, mine)
+    nbformat.write(nb, dst / nb_rel)
     return notes, withheld, findings

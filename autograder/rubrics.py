@@ -15,8 +15,8 @@ ALTERNATIVE_FIELDS = ("rule", "input", "mutant")
 
 @dataclass(frozen=True)
 class Alternative:
-    """A plausible wrong rule a strong student might apply instead of a requirement (issue 34), and the visible
-    input on which it gives a different answer from the reference."""
+    """A plausible wrong rule a strong student might apply instead of a requirement (issue 34), and the
+    visible input on which it gives a different answer from the reference."""
 
     rule: str  # the alternative rule, e.g. "pads with zeros instead of repeating the head"
     input: str  # a substring of a line in the visible part of the exercise's test cells: the separating input
@@ -71,6 +71,8 @@ class Rubric:
     # folder beside the source -> the name a student submits it under (the homework's reference package
     # ``fttrainer/`` is graded as the student's ``homework/``, so no grading path trusts a folder's name)
     submit_as: dict[str, str] = field(default_factory=dict)
+    # issue 32: answer cells run in a sandboxed student process, every other cell in a trusted kernel
+    process_boundary: bool = False
 
     def exercise(self, exercise_id: str) -> Exercise:
         for ex in self.exercises:
@@ -130,8 +132,12 @@ def load_rubric(path: Path) -> Rubric:
     submit_as = data.get("submit_as") or {}
     if not isinstance(submit_as, dict) or not all(isinstance(v, str) and v for v in submit_as.values()):
         raise ValueError(f"{where}: submit_as maps folder -> submitted name, got {submit_as!r}")
+    boundary = data.get("process_boundary", False)
+    if not isinstance(boundary, bool):
+        raise ValueError(f"{where}: process_boundary must be true or false, got {boundary!r}")
     return Rubric(
-        str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises), dict(submit_as)
+        str(data["lab"]), str(data.get("title", "")), float(data["total"]), tuple(exercises), dict(submit_as),
+        boundary,
     )
 
 
@@ -170,11 +176,11 @@ def _requirements(ex: dict, where: str) -> tuple[Requirement, ...] | None:
 
 
 def _alternatives(raw: object, at: str) -> tuple[Alternative, ...]:
-    """A requirement's ``alternatives:`` list (each ``{rule, input, mutant?}``); errors name where and what."""
+    """A requirement's ``alternatives:`` list (each ``{rule, input, mutant?}``); errors say where, what."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise ValueError(f"{at}.alternatives: expected a list of {{rule, input, mutant?}}, got {raw!r}")
+        raise ValueError(f"{at}.alternatives: a list of {{rule, input, mutant?}}, got {raw!r}")
     out = []
     for j, alt in enumerate(raw):
         where = f"{at}.alternatives[{j}]"

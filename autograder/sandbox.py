@@ -47,6 +47,7 @@ log = logging.getLogger("autograder.sandbox")
 
 INSTALL_HINT = "apt-get install bubblewrap"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+STAGED_MOUNT = "/.course-staged"  # where the sandbox sees the staged copy of the workdir (read-only)
 # Environment passed into the sandbox (everything else is dropped: the worker's env names grader paths).
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TERM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED")
 # JPY_PARENT_PID is dropped on purpose: the worker's pid means nothing in the kernel's pid namespace, and
@@ -81,9 +82,11 @@ class SandboxSpec:
         file_size_bytes: largest file a process may write (RLIMIT_FSIZE).
         output_bytes: notebook output the executor keeps (the rest is dropped with a note).
         tmp_bytes: size of the private /tmp and /dev/shm tmpfs.
+        work_bytes: size of the workdir: a tmpfs (charged to the submission's memory) filled with a copy of
+            ``workdir`` when the sandbox starts, so a submission cannot fill the host's disk through it.
         Defaults of the byte/process limits can be overridden with ``COURSE_SANDBOX_MEMORY_MB``,
         ``COURSE_SANDBOX_PROCESSES``, ``COURSE_SANDBOX_FILE_MB``, ``COURSE_SANDBOX_OUTPUT_KB`` and
-        ``COURSE_SANDBOX_TMP_MB`` in the grader's environment.
+        ``COURSE_SANDBOX_TMP_MB`` and ``COURSE_SANDBOX_WORK_MB`` in the grader's environment.
     """
 
     workdir: Path = Path(".")
@@ -96,6 +99,7 @@ class SandboxSpec:
     file_size_bytes: int = field(default_factory=lambda: _env_int("COURSE_SANDBOX_FILE_MB", 1024) << 20)
     output_bytes: int = field(default_factory=lambda: _env_int("COURSE_SANDBOX_OUTPUT_KB", 4096) << 10)
     tmp_bytes: int = field(default_factory=lambda: _env_int("COURSE_SANDBOX_TMP_MB", 2048) << 20)
+    work_bytes: int = field(default_factory=lambda: _env_int("COURSE_SANDBOX_WORK_MB", 2048) << 20)
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -106,7 +110,8 @@ class SandboxSpec:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or v <= 0:
                 raise ValueError(f"SandboxSpec.{name} must be a positive number of seconds, got {v!r}")
-        for name in ("memory_bytes", "processes", "file_size_bytes", "output_bytes", "tmp_bytes"):
+        limits = ("memory_bytes", "processes", "file_size_bytes", "output_bytes", "tmp_bytes", "work_bytes")
+        for name in limits:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ValueError(f"SandboxSpec.{name} must be a positive integer, got {v!r}")
@@ -222,7 +227,11 @@ def bwrap_argv(spec: SandboxSpec, *, private: list[Path] = ()) -> list[str]:
         if str(p) not in seen and p.exists():
             argv += ["--ro-bind", str(p), str(p)]
             seen.add(str(p))
-    for p in [spec.workdir, *spec.writable, *private]:
+    # The workdir is a size-capped tmpfs (the quota: a full one is ENOSPC, never a full host disk), filled
+    # from a read-only view of the staged copy by the prelude below, before the command starts.
+    argv += ["--ro-bind", str(spec.workdir), STAGED_MOUNT]
+    argv += ["--size", str(spec.work_bytes), "--tmpfs", str(spec.workdir)]
+    for p in [*spec.writable, *private]:
         argv += ["--bind", str(p), str(p)]
     argv += ["--unsetenv", "JPY_PARENT_PID"]  # set by jupyter_client's launcher after our env filter
     argv += [
@@ -239,7 +248,7 @@ def bwrap_argv(spec: SandboxSpec, *, private: list[Path] = ()) -> list[str]:
     ]
     argv += ["--setenv", "MPLCONFIGDIR", "/tmp/home/.mpl", "--setenv", "IPYTHONDIR", "/tmp/home/.ipython"]
     # bwrap's root is a writable tmpfs: read-only once everything is mounted (only the binds stay writable)
-    return argv + ["--remount-ro", "/", "--"]
+    return argv + ["--remount-ro", "/", "--", "/bin/sh", "-c", f'cp -a {STAGED_MOUNT}/. . && exec "$@"', "sh"]
 
 
 def sandbox_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
@@ -412,3 +421,56 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self._conn_dir:
             shutil.rmtree(self._conn_dir, ignore_errors=True)
         return self.killed_leftovers
+
+
+class SandboxedProcess:
+    """A plain command (not a kernel) in the submission's sandbox, with the same cgroups and rlimits as a
+    sandboxed kernel: the grading run's *student process* (``course_dist.student``, issue 32)."""
+
+    def __init__(self, spec: SandboxSpec, argv: list[str], env: dict[str, str], cwd: str) -> None:
+        import subprocess
+
+        self.cgroups = _Cgroups(spec)
+        lim = ["prlimit", f"--cpu={int(spec.cpu_s)}:{int(spec.cpu_s) + 5}", f"--fsize={spec.file_size_bytes}",
+               "--core=0", "--"]
+        full = ["/bin/sh", "-c", self.cgroups.join_script(), "sh", *lim, *bwrap_argv(spec), *argv]
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - read by tail(), closed by close()
+        self.proc = subprocess.Popen(full, env=sandbox_env(env, spec.env), cwd=cwd, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.killed = 0
+
+    def tail(self, limit: int = 2000) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-limit:]
+
+    def interrupt(self) -> int:
+        """SIGINT to the student host (a cell's timeout: its request ends with KeyboardInterrupt over there,
+        so the trusted kernel's next request finds it answering); returns how many were signalled."""
+        n = 0
+        for pid in self.cgroups.pids() if self.cgroups is not None else ():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"course_dist.student" in cmd and b"--host" in cmd:
+                try:
+                    os.kill(pid, signal.SIGINT)
+                    n += 1
+                except ProcessLookupError:
+                    pass
+        return n
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> int:
+        """Kill everything of the student process (its ranks included); returns the processes killed."""
+        if self.cgroups is not None:
+            self.killed += self.cgroups.kill()
+            self.cgroups.remove()
+            self.cgroups = None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+        return self.killed

@@ -77,40 +77,34 @@ def _lab_problem(student: str, ldir: Path, lab: str) -> str:
     return f"found {', '.join(repr(n) for n in nbs)} in {student}/{lab}/, {expected} (rename it and regrade)"
 
 
-# A problem that starts so: a folder the grader will not copy (grade_one makes it an error row, regraded on
-# a rerun). MAX_ENTRIES: a student's giant tree is refused, not walked for minutes.
+# A problem that starts so: a notebook the grader will not read (grade_one makes it an error row, regraded on
+# a rerun). Only the notebook (and a package lab's declared package files, autograder.rebuild) is ever staged,
+# so nothing else in the folder is walked: a folder of 20,000 stray files is graded, not refused.
 REFUSED = "refused: "
-MAX_ENTRIES = 20_000
 
 
 def not_plain(ldir: Path, student: str) -> str:
-    """Why a lab folder is not plain files ('' when it is): a symlink anywhere (the notebook included), a hard
-    link to a file outside it, a device, fifo or socket. The grader copies the folder; a link would bring in
-    whatever it points at (a classmate's notebook, reference material) and a fifo could block the copy."""
+    """Why the lab folder or its notebook is not a plain file ('' when both are): a symlink, a hard link, a
+    device, fifo or socket. Nothing else in the folder is read (autograder.rebuild stages the notebook and a
+    package lab's declared files only, checking those the same way)."""
     import os
     import stat
 
-    todo, seen = [ldir], 0
-    while todo:
-        d = todo.pop()
-        rel_d = d.relative_to(ldir.parent.parent)
-        if d.is_symlink():
-            return f"{REFUSED}{rel_d} is a symbolic link (to {os.readlink(d)}): submit plain files"
-        with os.scandir(d) as it:
-            for e in it:
-                seen += 1
-                if seen > MAX_ENTRIES:
-                    return f"{REFUSED}{student}/{ldir.name}/ holds more than {MAX_ENTRIES} files"
-                rel = f"{rel_d}/{e.name}"
-                st = e.stat(follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    return f"{REFUSED}{rel} is a symbolic link (to {os.readlink(e.path)}): submit plain files"
-                if stat.S_ISDIR(st.st_mode):
-                    todo.append(Path(e.path))
-                elif not stat.S_ISREG(st.st_mode):
-                    return f"{REFUSED}{rel} is not a regular file (a device, fifo or socket)"
-                elif st.st_nlink > 1:
-                    return f"{REFUSED}{rel} is a hard link ({st.st_nlink} names): submit a copy"
+    rel_d = ldir.relative_to(ldir.parent.parent)
+    if ldir.is_symlink():
+        return f"{REFUSED}{rel_d} is a symbolic link (to {os.readlink(ldir)}): submit plain files"
+    nb = ldir / f"{ldir.name}.ipynb"
+    try:
+        st = nb.lstat()
+    except FileNotFoundError:
+        return ""  # a missing notebook is _lab_problem's to explain
+    rel = f"{rel_d}/{nb.name}"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{REFUSED}{rel} is a symbolic link (to {os.readlink(nb)}): submit plain files"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{REFUSED}{rel} is not a regular file (a device, fifo or socket)"
+    if st.st_nlink > 1:
+        return f"{REFUSED}{rel} is a hard link ({st.st_nlink} names): submit a copy"
     return ""
 
 

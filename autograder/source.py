@@ -157,3 +157,27 @@ def public_lines(nb: nbformat.NotebookNode) -> set[str]:
                 keep.append(line)
         out |= nontrivial(keep, cell.cell_type)
     return out
+
+
+def declared_names(nb: nbformat.NotebookNode) -> dict[str, list[str]]:
+    """Answer cell grade_id -> the top-level names the course's own answer cell defines (functions, classes,
+    assignments, imports): the names an exercise declares, and the only ones of a student's answer the
+    trusted side of a split grading run binds (issue 32). Read from the source, never from a submission."""
+    import ast
+
+    out: dict[str, list[str]] = {}
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type != "code" or not meta.get("solution") or not grade_id(cell):
+            continue
+        names: list[str] = []
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.append(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names += [t.id for t in targets if isinstance(t, ast.Name)]
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names += [(a.asname or a.name).split(".")[0] for a in node.names]
+        out[grade_id(cell)] = list(dict.fromkeys(names))
+    return out

@@ -32,6 +32,7 @@ from autograder.rebuild import Unusable, stage_submission
 
 log = logging.getLogger("autograder.worker")
 READY_VAR = "COURSE_WORKER_READY"  # a path the --serve worker creates once its imports are done
+SCAN_VAR = "COURSE_TAMPER_SCAN"  # "off": the static scan does not even note (the attack table runs so)
 
 
 # ---- worker side -------------------------------------------------------------------------------------------
@@ -122,12 +123,18 @@ def _run(spec: dict, publish_to: str = "") -> dict:
         )
     except Unusable as exc:
         return {**out, "success": False, "log": "", "error": f"submission not graded: {exc}"}
+    c = nbgrader_config(cfg, db_path=db, **_config_kwargs(spec))
+    if _split(cfg, lab, c):
+        # Issue 32: the answer cells run in their own process, so nothing they do reaches what measures or
+        # decides; the scan only points a reviewer at lines worth reading and withholds nothing.
+        if findings and os.environ.get(SCAN_VAR, "on") != "off":
+            notes.append("for a reviewer (nothing withheld): " + "; ".join(str(f) for f in findings))
+        withheld, findings = {}, []
     if spec.get("review_cleared") and findings:
         # the instructor read these lines and cleared them: recorded, nothing withheld
         notes.append("tamper findings cleared by the instructor: " + "; ".join(str(f) for f in findings))
         withheld, findings = {}, []
     out["notes"], out["review"] = notes, [str(f) for f in findings]
-    c = nbgrader_config(cfg, db_path=db, **_config_kwargs(spec))
     c.JudgeEvidence.publish_to = publish_to
     c.JudgeEvidence.withheld = withheld
     c.CourseDirectory.submitted_directory = str(staged)  # <staged>/<student>/<lab>/<lab>.ipynb
@@ -161,6 +168,24 @@ def _run(spec: dict, publish_to: str = "") -> dict:
             annotate_feedback(html_path, spec.get("titles", {}), _pending_manual(db, lab, student))
         out["feedback_s"] = time.monotonic() - t1
     return out
+
+
+def _split(cfg: CourseConfig, lab: str, c: object) -> bool:
+    """The process boundary (issue 32) for a lab whose rubric says ``process_boundary: true``: answer cells
+    run in the sandboxed student process, the trusted kernel binds only the names each exercise declares."""
+    from autograder.rubrics import load_rubric
+    from autograder.source import declared_names, read_source
+
+    rp = Path(cfg.rubric) / f"{lab}.yaml"
+    wanted = rp.exists() and load_rubric(rp).process_boundary
+    # COURSE_PROCESS_BOUNDARY=lab01,lab02 (or "all") turns it on for labs whose rubric does not yet say so
+    forced = os.environ.get("COURSE_PROCESS_BOUNDARY", "")
+    wanted = wanted or forced == "all" or lab in forced.split(",")
+    if not wanted or not c.SandboxedExecute.sandbox_json:
+        return False
+    c.SandboxedExecute.split = True
+    c.SandboxedExecute.declared = declared_names(read_source(Path(cfg.solutions) / lab / f"{lab}.py"))
+    return True
 
 
 def _write_result(spec: dict, out: dict) -> None:

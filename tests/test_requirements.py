@@ -114,7 +114,7 @@ def test_every_requirement_lists_separated_alternatives(lab: str) -> None:
                 if alt.mutant and alt.mutant not in mutants:
                     problems.append(f"{where}: alternative's mutant {alt.mutant!r} does not exist")
                 elif alt.mutant and mutants[alt.mutant]["exercise"] != ex.id:
-                    problems.append(f"{where}: alternative's mutant {alt.mutant!r} belongs to another exercise")
+                    problems.append(f"{where}: alternative's mutant {alt.mutant!r} is another exercise's")
     assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
 
 
@@ -201,7 +201,8 @@ def test_requirement_fields_are_validated(tmp_path: Path) -> None:
         ('      - {text: "r", visible: "a", hidden: "b", mutants: "m1"}\n', "mutants"),
         ('      - {text: "r", visible: "a", hidden: "b", extra: 1}\n', "extra"),
         ('      - {text: "r", visible: "a", hidden: "b", alternatives: [{rule: "x"}]}\n', "input"),
-        ('      - {text: "r", visible: "a", hidden: "b", alternatives: [{rule: "x", input: "y", z: 1}]}\n', "z"),
+        ('      - {text: "r", visible: "a", hidden: "b", alternatives: [{rule: "x", input: "y", zz: 1}]}\n',
+         "zz"),
     ]:
         path.write_text(base + bad)
         with pytest.raises(ValueError) as err:

@@ -201,3 +201,22 @@ def test_memory_bomb_kills_only_the_kernel(tmp_path: Path) -> None:
     with pytest.raises(DeadKernelError):  # the cgroup's OOM killer, well before 60 s
         client.execute()
     km.close()
+
+
+def test_workdir_is_a_quota_filled_with_the_copy(tmp_path: Path) -> None:
+    """Issue 32 item 3: the workdir is a size-capped tmpfs holding a copy of the staged files: writing past
+    the quota fails inside (ENOSPC), nothing reaches the host's disk, and the staged copy is unchanged."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "staged.txt").write_text("from the grader")
+    spec = SandboxSpec(workdir=work, work_bytes=8 << 20)
+    script = (
+        "cat staged.txt; echo; dd if=/dev/zero of=big bs=1M count=32 2>/dev/null && echo WROTE-ALL "
+        "|| echo FULL; "
+        "echo changed > staged.txt; cat staged.txt"
+    )
+    out = subprocess.run(bwrap_argv(spec) + ["/bin/sh", "-c", script], capture_output=True, text=True,
+                         timeout=60).stdout
+    assert out.startswith("from the grader") and "FULL" in out and "WROTE-ALL" not in out, out
+    assert not (work / "big").exists() and (work / "staged.txt").read_text() == "from the grader", (
+        f"the host copy changed: {sorted(p.name for p in work.iterdir())}")

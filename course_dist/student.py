@@ -1,0 +1,314 @@
+"""The process boundary in grading (issue 32): submitted code runs in a *student process*, never in the
+trusted kernel that runs the course's cells, records evidence and measures.
+
+The grader starts the student process in the submission's sandbox (``python -m course_dist.student --host
+SOCKET``): an IPython shell that executes the answer cells and serves requests on a unix socket. The trusted
+kernel (``COURSE_STUDENT_SOCKET`` set) reaches the student's code through it only:
+
+- an answer cell becomes ``run_answer(grade_id, source, names)``: the source travels as a string and is
+  executed over there; the exercise's *declared* names come back, functions and classes as
+  :class:`StudentProxy`, plain values as data;
+- calling a proxy sends pickled arguments over (the trusted side pickles; the student side never does) and
+  receives a data-only result (:mod:`course_dist._wire`: no code runs on load);
+- a ``launch`` whose function or arguments hold a proxy is run by the student process (its ranks live in the
+  sandbox, where a proxy unpickles to the student's real object); other launches stay in the trusted kernel;
+- :func:`student_side` runs a course function over there (a check that must hold the student's objects).
+
+Without ``COURSE_STUDENT_SOCKET`` (a student's own JupyterLab, the reference run) nothing here is used:
+answer cells run in the notebook's kernel as usual and :func:`student_side` calls its function in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import struct
+import sys
+import threading
+from typing import Any
+
+from course_dist import _wire
+
+SOCKET_VAR = "COURSE_STUDENT_SOCKET"
+_NS: dict[str, Any] | None = None  # the student process's namespace (set only there)
+_seen = threading.local()
+
+
+# ---- framing -------------------------------------------------------------------------------------------
+def _send(sock: socket.socket, data: bytes) -> None:
+    sock.sendall(struct.pack(">Q", len(data)) + data)
+
+
+def _recv(sock: socket.socket) -> bytes:
+    head = _exactly(sock, 8)
+    return _exactly(sock, struct.unpack(">Q", head)[0])
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise ConnectionError("the student process closed the connection (it died or was killed)")
+        buf += chunk
+    return bytes(buf)
+
+
+# ---- trusted side ----------------------------------------------------------------------------------------
+class StudentProcessError(RuntimeError):
+    """The student process cannot answer (it died, was killed, or a request was interrupted)."""
+
+
+class _Client:
+    def __init__(self, path: str) -> None:
+        self.path, self.sock, self.broken, self.pending = path, None, "", False
+
+    def request(self, kind: str, **kw: Any) -> Any:
+        import cloudpickle
+
+        if self.broken:
+            raise StudentProcessError(f"the student process does not answer any more: {self.broken}")
+        if self.sock is None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(self.path)
+        if self.pending:  # an interrupted request's reply is still on its way: read it and drop it
+            self._drain()
+        _seen.flag = False
+        try:
+            _send(self.sock, cloudpickle.dumps((kind, kw)))
+        except OSError as exc:
+            self.broken = f"{type(exc).__name__} sending a {kind!r} request"
+            raise StudentProcessError(f"the student process is gone: {exc}") from None
+        try:
+            reply = _wire.decode(_recv(self.sock))
+        except KeyboardInterrupt:  # the cell's timeout: the grader interrupts the student process too
+            self.pending = True
+            raise
+        except BaseException as exc:
+            self.broken = f"{type(exc).__name__} during a {kind!r} request"
+            raise
+        for name, text in (("stdout", reply.get("stdout")), ("stderr", reply.get("stderr"))):
+            if text:
+                getattr(sys, name).write(text)
+        if "error" in reply:
+            raise reply["error"]
+        return reply.get("value")
+
+    def _drain(self, within: float = 30.0) -> None:
+        self.sock.settimeout(within)
+        try:
+            _recv(self.sock)
+            self.pending = False
+        except (OSError, ConnectionError) as exc:
+            self.broken = f"it did not finish an interrupted request within {within:.0f} s ({exc})"
+            raise StudentProcessError(f"the student process does not answer: {self.broken}") from None
+        finally:
+            self.sock.settimeout(None)
+
+
+_CLIENT: _Client | None = None
+
+
+def active() -> bool:
+    """True in the trusted kernel of a grading run (the student's code lives in another process)."""
+    return bool(os.environ.get(SOCKET_VAR)) and _NS is None
+
+
+def _client() -> _Client:
+    global _CLIENT
+    if _CLIENT is None:
+        _CLIENT = _Client(os.environ[SOCKET_VAR])
+    return _CLIENT
+
+
+def _resolve(name: str) -> Any:
+    if _NS is None:
+        raise RuntimeError(
+            f"{name!r} is the student's code: it runs only in the student process (course_dist.student)"
+        )
+    return _NS[name]
+
+
+class StudentProxy:
+    """The trusted side's handle on a name the student's answer cell defined."""
+
+    def __init__(self, name: str, kind: str, doc: str = "") -> None:
+        self.__name__ = self.__qualname__ = name
+        self._kind, self.__doc__ = kind, doc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _client().request("call", name=self.__name__, args=args, kwargs=kwargs)
+
+    def __reduce__(self) -> tuple:
+        _seen.flag = True  # a launch that ships this must run where the student's code lives
+        return (_resolve, (self.__name__,))
+
+    def __repr__(self) -> str:
+        return f"<student {self._kind} {self.__name__}>"
+
+
+def shipped_student_code() -> bool:
+    """Whether a proxy was pickled since the last call (and reset the mark)."""
+    seen, _seen.flag = bool(getattr(_seen, "flag", False)), False
+    return seen
+
+
+def run_answer(grade_id: str, source: str, names: list[str]) -> None:
+    """(Trusted kernel) execute an answer cell in the student process and bind its declared ``names`` here."""
+    __tracebackhide__ = True
+    try:
+        found = _client().request("exec", grade_id=grade_id, source=source, names=list(names),
+                                  context=_context())
+    finally:
+        pass
+    user = _user_ns()
+    for name, (kind, value, doc) in (found or {}).items():
+        user[name] = StudentProxy(name, kind, doc) if kind in ("function", "class", "object") else value
+
+
+def student_side(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run the course function ``fn(*args, **kwargs)`` where the student's objects live and return its
+    (data-only) result: in a grading run, the student process; otherwise here."""
+    if not active():
+        return fn(*args, **kwargs)
+    return _client().request("run", fn=fn, args=args, kwargs=kwargs)
+
+
+def forward_launch(fn: Any, options: dict[str, Any]) -> Any:
+    """(Trusted kernel) a launch that ships student code, run by the student process."""
+    from course_dist.launch import LaunchResult
+
+    rec = _client().request("launch", fn=fn, options=options)
+    result = LaunchResult(rec["values"])
+    for k in ("stdout", "stderr", "trace", "elapsed", "start_method", "backend"):
+        setattr(result, k, rec.get(k))
+    return result
+
+
+def _user_ns() -> dict[str, Any]:
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        if ip is not None:
+            return ip.user_ns
+    except ImportError:
+        pass
+    return sys.modules["__main__"].__dict__
+
+
+_SYNCED: dict[str, int] = {}
+
+
+def _context() -> dict[str, Any]:
+    """What the trusted kernel's cells defined since the last answer cell (imports, course helpers, data),
+    pickled over so the answer cell sees the names a notebook would give it. Proxies resolve to the student's
+    own objects over there; what cannot be pickled is left out."""
+    import cloudpickle
+
+    out = {}
+    for name, value in list(_user_ns().items()):
+        if name.startswith("_") or name in ("In", "Out", "get_ipython", "exit", "quit", "open"):
+            continue
+        if _SYNCED.get(name) == id(value):
+            continue
+        try:
+            blob = cloudpickle.dumps(value)
+        except Exception:
+            continue
+        if len(blob) <= 16 << 20:
+            out[name] = blob
+            _SYNCED[name] = id(value)
+    _seen.flag = False
+    return out
+
+
+# ---- student side ----------------------------------------------------------------------------------------
+def _describe(value: Any) -> tuple[str, Any, str]:
+    doc = (getattr(value, "__doc__", "") or "") if callable(value) else ""
+    if isinstance(value, type):
+        return "class", None, doc
+    if callable(value):
+        return "function", None, doc
+    try:
+        _wire.encode(value)
+        return "data", value, ""
+    except _wire.WireError:
+        return "object", None, ""
+
+
+def _serve_one(shell: Any, kind: str, kw: dict) -> dict:
+    import cloudpickle
+
+    ns = shell.user_ns
+    if kind == "exec":
+        for name, blob in kw["context"].items():
+            try:
+                ns[name] = cloudpickle.loads(blob)
+            except Exception:  # a course object that does not travel: the answer cell may not need it
+                continue
+        res = shell.run_cell(kw["source"], store_history=False, silent=False)
+        found = {n: _describe(ns[n]) for n in kw["names"] if n in ns}
+        if not res.success:
+            err = res.error_in_exec or res.error_before_exec
+            return {"value": found, "error": err}
+        return {"value": found}
+    if kind == "call":
+        return {"value": ns[kw["name"]](*kw["args"], **kw["kwargs"])}
+    if kind == "run":
+        return {"value": kw["fn"](*kw["args"], **kw["kwargs"])}
+    if kind == "launch":
+        from course_dist.launch import launch
+
+        r = launch(kw["fn"], **kw["options"])
+        return {"value": {"values": list(r), "stdout": r.stdout, "stderr": r.stderr, "trace": r.trace,
+                          "elapsed": r.elapsed, "start_method": r.start_method, "backend": r.backend}}
+    raise ValueError(f"unknown request {kind!r}")
+
+
+def host(path: str) -> int:
+    """(Student process) serve the trusted kernel's requests on the unix socket ``path`` until it closes."""
+    global _NS
+    import cloudpickle
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance(colors="NoColor")
+    _NS = shell.user_ns
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path + ".tmp")
+    srv.listen(1)
+    os.replace(path + ".tmp", path)  # the grader waits for this name: the host is ready
+    conn, _ = srv.accept()
+    while True:
+        try:
+            blob = _recv(conn)
+        except ConnectionError:
+            return 0
+        out, err = io.StringIO(), io.StringIO()
+        kind = "request"
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                kind, kw = cloudpickle.loads(blob)  # from the trusted kernel, never the other way
+                reply = _serve_one(shell, kind, kw)
+        except BaseException as exc:  # the student's error travels as data
+            reply = {"error": exc}
+        reply.update(stdout=out.getvalue(), stderr=err.getvalue())
+        try:
+            blob = _wire.encode(reply)
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the grader gets a reply, never a dead host
+            blob = _wire.encode({"error": TypeError(f"the student's {kind} returned {exc}, which cannot be "
+                                                    "sent to the grader"), "stdout": reply["stdout"],
+                                 "stderr": reply["stderr"]})
+        _send(conn, blob)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "--host":
+        print("usage: python -m course_dist.student --host SOCKET  (internal to grading)", file=sys.stderr)
+        sys.exit(2)
+    # the module by its own name: proxies unpickle through course_dist.student._resolve, not __main__'s
+    from course_dist import student as _self
+
+    sys.exit(_self.host(sys.argv[2]))
