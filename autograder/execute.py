@@ -87,6 +87,7 @@ class SandboxedExecute(Execute):
         self._index = -1  # the cell being executed
         self._student: SandboxedProcess | None = None  # split mode: the sandboxed student process
         self._died_noted = False
+        self._hostdir: Path | None = None
 
     # ---- kernel -----------------------------------------------------------------------------------------
     def create_kernel_manager(self):  # noqa: ANN201 - nbclient signature
@@ -117,8 +118,9 @@ class SandboxedExecute(Execute):
             # The trusted kernel runs outside the sandbox and never executes submitted text; the student
             # process runs inside it, seeing the copy and its socket directory only (no evidence directory).
             spec = json.loads(self.sandbox_json)
-            hostdir = base / "host"
-            hostdir.mkdir()
+            # its own short directory: a unix socket's path is limited to 107 bytes
+            hostdir = Path(tempfile.mkdtemp(prefix="course-s-"))
+            self._hostdir = hostdir
             spec.update(workdir=str(work), writable=[str(hostdir)])
             student_spec = SandboxSpec(**spec)
             self.output_bytes = min(self.output_bytes, student_spec.output_bytes)
@@ -149,6 +151,9 @@ class SandboxedExecute(Execute):
             killed = self._km.close() if self._km is not None else 0
             if self._student is not None:
                 killed += self._student.close()
+            if self._hostdir is not None:
+                shutil.rmtree(self._hostdir, ignore_errors=True)
+                self._hostdir = None
             resources["course_sandbox"] = {
                 "leftovers_killed": killed,
                 "wall_expired": bool(self._km is not None and self._km.wall_expired),

@@ -440,3 +440,27 @@ def copy_extras(cfg: CourseConfig, lab: str, dest: Path, m: Mutant | None = None
         if not target.is_file():
             raise KeyError(f"mutant {m.name}: {m.replaces} is not a file beside solutions/{lab}/{lab}.py")
         target.write_text(m.source, encoding="utf-8")
+
+
+def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
+    """Copy the reference package folder ``reference`` into ``dest`` and apply the mutant's find/replace
+    edits to the module its header names (``# replaces: fttrainer/<module>.py``), written over the copy.
+    Returns the copied package folder.
+
+    It lives in the grader, not in ``course_dist`` (shipped to students): it runs where the grader runs
+    (tests, an instructor's checkout), never inside a student's kernel."""
+    import shutil
+
+    header, edits = read_mutant(Path(mutant))
+    rel = Path(header["replaces"])
+    if rel.suffix != ".py":
+        raise ValueError(f"{mutant}: replaces {header['replaces']!r}, not a '<package>/<module>.py'")
+    ref = Path(reference)
+    source = ref.parent / rel
+    if not source.is_file():
+        raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
+    target = Path(dest) / ref.name
+    shutil.copytree(ref, target, ignore=shutil.ignore_patterns("__pycache__"))
+    text = apply_edits(source.read_text(encoding="utf-8"), edits, str(mutant), str(rel))
+    (Path(dest) / rel).write_text(text, encoding="utf-8")
+    return target

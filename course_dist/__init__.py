@@ -72,3 +72,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def _split_run() -> None:
+    """In a grading run's trusted kernel (issue 32), labkit checks called with a student's code run where
+    that code lives (``course_dist.student.install``); nothing happens anywhere else."""
+    import os
+
+    if os.environ.get("COURSE_STUDENT_SOCKET"):
+        from course_dist import student
+
+        student.install()
+
+
+_split_run()

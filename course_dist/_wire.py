@@ -4,7 +4,7 @@ Decoding runs no code of the sender's choosing: no pickle, no import by a name t
 rebuilt only from an allow-list of course classes, exceptions only as builtins or course exceptions). What
 crosses: ``None``, ``bool``, ``int``, ``float`` (nan and inf included), ``str``, ``bytes``, lists, tuples,
 sets, dicts (any of these as keys), ``torch.Tensor`` (CPU, any dtype), ``torch.dtype``, ``torch.Size``,
-``torch.device``, numpy arrays and scalars, pandas ``DataFrame`` and ``Series``, course dataclasses
+``torch.device``, paths, numpy arrays and scalars, pandas ``DataFrame`` and ``Series``, course dataclasses
 (``course_dist.card.Limit``/``SolutionCard`` and labkit results) and exceptions. Anything else is refused
 with the type's name::
 
@@ -21,6 +21,7 @@ import importlib
 import json
 import math
 import struct
+from pathlib import Path, PurePath
 from typing import Any
 
 # dataclasses and exceptions the trusted side may rebuild (module prefixes of the course's own code)
@@ -65,6 +66,8 @@ class _Encoder:
             return {"d": [[self.enc(k, depth + 1), self.enc(v, depth + 1)] for k, v in x.items()]}
         if isinstance(x, bytes):
             return {"b": self.blob(bytes(x))}
+        if isinstance(x, PurePath):
+            return {"path": str(x)}
         mod = type(x).__module__ or ""
         if mod.startswith("torch"):
             return self.torch(x)
@@ -78,6 +81,10 @@ class _Encoder:
         if mod.startswith("pandas"):
             import pandas as pd
 
+            if x is pd.NA:
+                return {"na": "NA"}
+            if x is pd.NaT:
+                return {"na": "NaT"}
             if isinstance(x, pd.DataFrame):
                 cols = [[self.enc(c, depth + 1), self.enc(x[c].tolist(), depth + 1)] for c in x.columns]
                 return {"df": cols, "index": self.enc(list(x.index), depth + 1)}
@@ -182,6 +189,12 @@ class _Decoder:
             return int(str(x["i"]))
         if "b" in x:
             return self.blob(x["b"])
+        if "path" in x:
+            return Path(str(x["path"]))
+        if "na" in x:
+            import pandas as pd
+
+            return pd.NaT if x["na"] == "NaT" else pd.NA
         if "T" in x:
             return self.tensor(x["T"])
         if "np" in x:

@@ -21,8 +21,10 @@ answer cells run in the notebook's kernel as usual and :func:`student_side` call
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import os
+import re
 import socket
 import struct
 import sys
@@ -176,6 +178,78 @@ def student_side(fn: Any, *args: Any, **kwargs: Any) -> Any:
     return _client().request("run", fn=fn, args=args, kwargs=kwargs)
 
 
+def on_student_side(fn: Any) -> Any:
+    """Decorator for a check defined in a test cell that holds the student's objects across calls (captures
+    a trainer's state, trains on, restores it): in a grading run it runs as a whole in the student process
+    and returns data; anywhere else it is ``fn`` itself."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return student_side(fn, *args, **kwargs)
+
+    return call
+
+
+def _holds_proxy(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, StudentProxy):
+        return True
+    if depth >= 3:
+        return False
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_proxy(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_proxy(v, depth + 1) for v in value.values())
+    return False
+
+
+def guarded(fn: Any) -> Any:
+    """A course function that, called in the trusted kernel with a student's function or class among its
+    arguments, runs as a whole in the student process (a check that holds the student's objects across
+    calls - a trainer it captures and restores, a file it writes and reads - must run where they live)."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if active() and (_holds_proxy(args) or _holds_proxy(kwargs)):
+            return student_side(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    call.__course_guarded__ = fn  # type: ignore[attr-defined]
+    return call
+
+
+class _LabkitHook:
+    """(Trusted kernel of a split run) wraps the public functions of each ``course_dist.labkit.<lab>``
+    package with :func:`guarded` as it is imported; nothing else of the module changes."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.machinery
+
+        if not re.fullmatch(r"course_dist\.labkit\.\w+", name):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        real = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            real(module)
+            for attr, value in list(vars(module).items()):
+                if (not attr.startswith("_") and inspect.isfunction(value)
+                        and getattr(value, "__module__", "").startswith(name)):
+                    setattr(module, attr, guarded(value))
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install() -> None:
+    """Install :class:`_LabkitHook` in a split run's trusted kernel (``course_dist`` calls it on import)."""
+    if active() and not any(isinstance(f, _LabkitHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _LabkitHook())
+
+
 def forward_launch(fn: Any, options: dict[str, Any]) -> Any:
     """(Trusted kernel) a launch that ships student code, run by the student process."""
     from course_dist.launch import LaunchResult
@@ -274,7 +348,11 @@ def host(path: str) -> int:
     import cloudpickle
     from IPython.core.interactiveshell import InteractiveShell
 
-    shell = InteractiveShell.instance(colors="NoColor")
+    class _Shell(InteractiveShell):
+        def enable_gui(self, gui: Any = None) -> None:  # %matplotlib inline: no GUI event loop to start
+            return None
+
+    shell = _Shell.instance(colors="NoColor")
     _NS = shell.user_ns
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path + ".tmp")

@@ -155,7 +155,7 @@ def test_every_auto_item_has_a_mutant():
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda p: p.stem)
 def test_mutant_header_and_application(mutant, tmp_path):
-    from course_dist.labkit.homework import apply_mutant
+    from autograder.mutants import apply_mutant
 
     head = {
         ln.split(":", 1)[0].lstrip("# ").strip(): ln.split(":", 1)[1].strip()

@@ -34,11 +34,13 @@ ATTACKS = {
     # a sidecar module imported by an answer cell: not staged, and it would patch the student process only
     "sidecar": "import helper_patch\n" + STUB_ALLSUM,
     "alias_patch": FAKE + "import course_dist\n_m = course_dist\n_m.launch = _fake\n" + STUB_ALLSUM,
-    "aliased_setattr": FAKE + "import course_dist\n_s = setattr\n_s(course_dist, 'launch', _fake)\n" + STUB_ALLSUM,
+    "aliased_setattr": FAKE + "import course_dist\n_s = setattr\n_s(course_dist, 'launch', _fake)\n"
+    + STUB_ALLSUM,
     "map_setattr": FAKE + "import course_dist\nlist(map(setattr, [course_dist], ['launch'], [_fake]))\n"
     + STUB_ALLSUM,
     "vars_update": FAKE + "import course_dist\nvars(course_dist).update(launch=_fake)\n" + STUB_ALLSUM,
-    "code_swap": FAKE + "import course_dist.launch as _L\n_L.launch.__code__ = _fake.__code__\n" + STUB_ALLSUM,
+    "code_swap": FAKE + "import course_dist.launch as _L\n_L.launch.__code__ = _fake.__code__\n"
+    + STUB_ALLSUM,
     # a pickle whose REDUCE calls setattr(course_dist, "launch", print)
     "pickle_gadget": "import pickle\npickle.loads(b\"cbuiltins\\nsetattr\\n(cimportlib\\nimport_module\\n"
     "(S'course_dist'\\ntRS'launch'\\ncbuiltins\\nprint\\ntR.\")\n" + STUB_ALLSUM,
@@ -47,7 +49,8 @@ ATTACKS = {
     "ipython_hook": (
         "import IPython, glob, os, torch\n"
         "def _rewrite(*a):\n"
-        "    for p in glob.glob(os.path.join(os.environ.get('COURSE_EVIDENCE_DIR', '/nonexistent'), '*.pt')):\n"
+        "    where = os.environ.get('COURSE_EVIDENCE_DIR', '/nonexistent')\n"
+        "    for p in glob.glob(os.path.join(where, '*.pt')):\n"
         "        d = torch.load(p, weights_only=True)\n"
         "        for r in d['records'].values():\n"
         "            r['value'] = [3.0, 3.0]\n"

@@ -3,7 +3,6 @@ nothing outside the repository, and every CLI flag the docs name exists."""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
@@ -13,22 +12,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _import_graph() -> dict[str, set[str]]:
-    mods = {
-        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
-        for p in (ROOT / "autograder").rglob("*.py")
-        if "tests" not in p.parts and "mutants" not in p.parts and "valid" not in p.parts
-    }
-    edges: dict[str, set[str]] = {m: set() for m in mods}
-    for m, p in mods.items():
-        for n in ast.walk(ast.parse(p.read_text())):
-            if isinstance(n, ast.Import):
-                names = [a.name for a in n.names]
-            elif isinstance(n, ast.ImportFrom) and n.module:
-                names = [n.module, *(f"{n.module}.{a.name}" for a in n.names)]
-            else:
-                continue
-            edges[m] |= {x for x in names if x in mods and x != m}
-    return edges
+    from autograder.imports import import_graph
+
+    return import_graph(ROOT)
+
+
+def test_design_holds_the_current_import_map() -> None:
+    from autograder.imports import BEGIN, END, render
+
+    inside = (ROOT / "DESIGN.md").read_text().split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert inside == render(_import_graph()).strip(), (
+        "DESIGN.md's import map is stale: run `python -m autograder.imports --write` and commit it")
+
+
+def test_the_map_sees_relative_imports_and_entry_points() -> None:
+    edges = _import_graph()
+    assert "autograder.worker" in edges["autograder.grade"], "grade starts `python -m autograder.worker`"
 
 
 def test_no_import_cycle_in_autograder() -> None:

@@ -7,7 +7,7 @@ signals, crash-in-save, slowed rank), ``results`` (what a run left on disk; fing
 class of case at every seed).
 """
 
-from .adapter import apply_mutant, first_unfinished, package, package_name, package_root
+from .adapter import first_unfinished, package, package_name, package_root
 from .drills import (
     ddp_check,
     recovery_parts,
@@ -44,7 +44,6 @@ __all__ = [
     "KILL_CLASSES",
     "SMALL",
     "Run",
-    "apply_mutant",
     "bitwise_equal",
     "checkpoint_steps",
     "cli",

@@ -1,8 +1,8 @@
-"""The one adapter that decides which trainer package is graded, and package mutants.
+"""The one adapter that decides which trainer package is graded.
 
 :func:`package` imports ``$HW_PACKAGE`` (default ``homework``, the student's; the grader submits the reference
-``fttrainer`` as ``homework/`` too) with ``$HW_PACKAGE_DIR`` first on ``sys.path``. :func:`apply_mutant`
-makes a copy of the reference package with a mutant's edits applied to one module (DESIGN.md, "Mutants").
+``fttrainer`` as ``homework/`` too) with ``$HW_PACKAGE_DIR`` first on ``sys.path``. (Applying a package
+mutant is the grader's: ``autograder.mutants.apply_mutant``.)
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -59,27 +58,3 @@ def first_unfinished(pkg: ModuleType) -> str | None:
 def package_root(pkg: ModuleType) -> Path:
     """The folder that holds the package (what goes on PYTHONPATH)."""
     return Path(pkg.__file__).resolve().parent.parent  # type: ignore[arg-type]
-
-
-def apply_mutant(mutant: str | Path, reference: str | Path, dest: str | Path) -> Path:
-    """Copy the reference package folder ``reference`` into ``dest`` and apply the mutant's find/replace
-    edits to the module its header names (``# replaces: fttrainer/<module>.py``), written over the copy.
-    Returns the copied package folder.
-
-    The edit format is the grader's (:mod:`autograder.mutants`): this runs where the grader runs (tests, an
-    instructor's checkout), never inside a student's kernel."""
-    from autograder.mutants import apply_edits, read_mutant
-
-    header, edits = read_mutant(Path(mutant))
-    rel = Path(header["replaces"])
-    if rel.suffix != ".py":
-        raise ValueError(f"{mutant}: replaces {header['replaces']!r}, not a '<package>/<module>.py'")
-    ref = Path(reference)
-    source = ref.parent / rel
-    if not source.is_file():
-        raise ValueError(f"{mutant}: replaces {rel}, which is not in {ref}")
-    target = Path(dest) / ref.name
-    shutil.copytree(ref, target, ignore=shutil.ignore_patterns("__pycache__"))
-    text = apply_edits(source.read_text(encoding="utf-8"), edits, str(mutant), str(rel))
-    (Path(dest) / rel).write_text(text, encoding="utf-8")
-    return target
