@@ -16,8 +16,21 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 venv: $(STAMP)
 
+# torch comes from TORCH_INDEX first: PyTorch's CPU wheels (torch alone, ~190 MB, no CUDA libraries), what a
+# laptop, CI and this course's CPU gloo labs need. Unreachable (a machine that only reaches the public index):
+# a message, then torch from the public index, which on Linux is the CUDA build and its nvidia wheels (several
+# GB; README, Install). On a GPU node: make venv TORCH_INDEX=https://download.pytorch.org/whl/cu130 (or
+# TORCH_INDEX= for the public index's own build).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIN = $(shell grep -m1 -E '^torch==' requirements.txt)
+
 $(STAMP): requirements.txt constraints.txt
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	@if [ -n "$(TORCH_INDEX)" ]; then \
+	  $(VPY) -m pip install -q --disable-pip-version-check --no-compile --no-deps --retries 1 --timeout 20 \
+	    --index-url "$(TORCH_INDEX)" "$(TORCH_PIN)" \
+	  || echo "make venv: torch's CPU build not installed from $(TORCH_INDEX) (unreachable?): $(TORCH_PIN) comes from the public index instead (on Linux the CUDA build: several GB, see README Install)" >&2; \
+	fi
 	@# pip byte-compiles on one core (57 s of a 130 s install, measured); compileall -j 0 uses them all. The
 	@# bytecode matters: with PYTHONDONTWRITEBYTECODE set nothing is cached later, and import torch takes 5.9 s
 	@# instead of 2.6. Its exit status is dropped as pip drops it: some packages ship files that do not compile.

@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         default=[],
-        help="a needs_review row: you read its flagged lines (grading.json, 'review') and they are innocent; "
+        help="a needs_review row: you read its flagged lines (grading.json, messages.review): innocent; "
         "regrades NAME with nothing withheld, the lines kept in its notes (repeatable)",
     )
     g.add_argument(
@@ -283,26 +283,36 @@ def main(argv: list[str] | None = None) -> int:
             changes["cell_timeout"] = args.cell_timeout
         if args.timeout:
             changes["notebook_timeout"] = args.timeout
-        df = grade(
-            cfg.with_(**changes),
-            args.submissions,
-            labs=args.lab,
-            out=args.out,
-            feedback=not args.no_feedback,
-            seed=args.seed,
-            force=args.force,
-            shard=args.shard,
-            unsafe_no_sandbox=args.unsafe_no_sandbox,
-            students=sorted(set(args.student or []) | set(args.clear_review)) or None,
-            cleared=tuple(args.clear_review),
-        )
+        try:  # issue 35: bad instructor input (a folder, --lab, --student, --seed, no sandbox) -> one line
+            df = grade(
+                cfg.with_(**changes),
+                args.submissions,
+                labs=args.lab,
+                out=args.out,
+                feedback=not args.no_feedback,
+                seed=args.seed,
+                force=args.force,
+                shard=args.shard,
+                unsafe_no_sandbox=args.unsafe_no_sandbox,
+                students=sorted(set(args.student or []) | set(args.clear_review)) or None,
+                cleared=tuple(args.clear_review),
+            )
+        except (ValueError, RuntimeError) as exc:
+            sys.stderr.write(f"grade: {exc}\n")
+            return 2
         with pd.option_context("display.max_columns", 50, "display.width", 160, "display.max_colwidth", 60):
             sys.stdout.write(df.to_string(index=False) + "\n")
         return 0
     if args.cmd == "merge":
         from autograder.merge import merge_shards
 
-        df = merge_shards(args.shards, args.out or cfg.build / "grades.csv", args.gradebook or cfg.gradebook)
+        try:  # issue 35: a folder that is not a shard, shards that do not belong together -> one line
+            df = merge_shards(
+                args.shards, args.out or cfg.build / "grades.csv", args.gradebook or cfg.gradebook, cfg
+            )
+        except ValueError as exc:
+            sys.stderr.write(f"merge: {exc}\n")
+            return 2
         sys.stdout.write(f"merged {len(args.shards)} shard(s): {len(df)} rows\n")
         return 0
     if args.cmd == "manual":
@@ -357,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return check_all(cfg, args.lab)
     if args.cmd == "student-repo":
-        from autograder.student_repo import build_student_repo
+        from autograder.student_repo import build_student_repo, publish_commands
 
         try:
             files = build_student_repo(cfg, args.dir, force=args.force)
@@ -365,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"student-repo: {exc}\n")
             return 2
         sys.stdout.write(
-            f"wrote the student distribution to {args.dir.resolve()} ({len(files)} files); publish it: "
-            f"cd {args.dir} && git init -b main && git add -A && git commit -m 'course release' && git push\n"
+            f"wrote the student distribution to {args.dir.resolve()} ({len(files)} files); publish it:\n"
+            + publish_commands(args.dir)  # issue 35: commands that work as printed
         )
         return 0
     return 2

@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -45,6 +46,13 @@ from autograder.verdict import is_auto_test
 
 log = logging.getLogger("autograder.execute")
 MAX_TRACEBACK_CHARS = 20_000
+
+
+def _mount_tmpfs(path: Path, size: int) -> bool:
+    """Mount a size-capped tmpfs at ``path`` (as root); False where the grader may not (a plain dir then)."""
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+                       capture_output=True)
+    return r.returncode == 0
 
 
 def _size(content: dict) -> int:
@@ -88,6 +96,7 @@ class SandboxedExecute(Execute):
         self._student: SandboxedProcess | None = None  # split mode: the sandboxed student process
         self._died_noted = False
         self._hostdir: Path | None = None
+        self._mounted = False
 
     # ---- kernel -----------------------------------------------------------------------------------------
     def create_kernel_manager(self):  # noqa: ANN201 - nbclient signature
@@ -126,6 +135,12 @@ class SandboxedExecute(Execute):
             self.output_bytes = min(self.output_bytes, student_spec.output_bytes)
             self._spec = None
             self._died_noted = False
+            # the notebook's shared files (course_dist.scratch_dir): both sides see them at one path; a tmpfs
+            # of the sandbox's /tmp size where the grader may mount one (root), else a plain directory
+            shared = hostdir / "tmp"
+            shared.mkdir()
+            self._mounted = _mount_tmpfs(shared, student_spec.tmp_bytes)
+            self._env["COURSE_SHARED_TMPDIR"] = str(shared)
             self._env["COURSE_STUDENT_SOCKET"] = self._start_student(student_spec, hostdir)
         elif self.sandbox_json:
             spec = json.loads(self.sandbox_json)
@@ -152,6 +167,8 @@ class SandboxedExecute(Execute):
             if self._student is not None:
                 killed += self._student.close()
             if self._hostdir is not None:
+                if self._mounted:
+                    subprocess.run(["umount", "-l", str(self._hostdir / "tmp")], capture_output=True)
                 shutil.rmtree(self._hostdir, ignore_errors=True)
                 self._hostdir = None
             resources["course_sandbox"] = {
@@ -173,7 +190,7 @@ class SandboxedExecute(Execute):
         import time
 
         sock = str(hostdir / "s.sock")
-        env = {**os.environ, **self.kernel_env}
+        env = {**os.environ, **self.kernel_env, "COURSE_SHARED_TMPDIR": self._env["COURSE_SHARED_TMPDIR"]}
         env.pop("COURSE_EVIDENCE_DIR", None)
         self._student = SandboxedProcess(
             spec, [sys.executable, "-m", "course_dist.student", "--host", sock], env, str(hostdir)

@@ -137,14 +137,18 @@ def grade_one(run: Run, sub: Submission, client) -> Outcome:  # noqa: ANN001 - w
 
 def _record(run: Run, o: Outcome) -> dict:
     """Persist one finished submission: gradebook entry, CSV row, grading.json (each atomic)."""
+    from autograder.manual import unchanged_answers, with_hand_points  # issue 35
     from autograder.merge import write_submission
 
-    row = outcome_row(run.cfg, o)
+    fb = run.cfg.nbgrader_root / "feedback" / o.student / o.lab / "grading.json"
     with run.lock:  # one writer at a time: each write replaces the whole file atomically
         if o.cells and o.status != "missing":  # nothing handed in: no gradebook submission (nbgrader's way)
-            write_submission(run.gradebook, o.student, o.lab, o.cells)
+            # issue 35: hand-given points survive a regrade (flagged for review only if the answer changed)
+            same = unchanged_answers(run.gradebook, o)
+            write_submission(run.gradebook, o.student, o.lab, o.cells, unchanged=same)
+            o = with_hand_points(run.gradebook, o)
+        row = outcome_row(run.cfg, o)
         write_csv([row], run.out)
-        fb = run.cfg.nbgrader_root / "feedback" / o.student / o.lab / "grading.json"
         write_json(fb, {**asdict(o), "seed": run.seed, "row": row})
     return row
 

@@ -29,7 +29,17 @@ from autograder.config import CourseConfig
 log = logging.getLogger("autograder.manual")
 
 REQUIRED = ("student", "lab", "grade_id", "points")
-TEMPLATE_COLUMNS = ["student", "lab", "grade_id", "max_points", "points", "comment", "answer"]
+TEMPLATE_COLUMNS = [
+    "student",
+    "lab",
+    "grade_id",
+    "max_points",
+    "points",
+    "comment",
+    "criteria",
+    "answer",
+    "model_answer",
+]
 CONFIG_NAME = "nbgrader_config.py"
 
 
@@ -236,14 +246,45 @@ def _answer_text(cfg: CourseConfig, student: str, lab: str, gid: str, cache: dic
     return f"(no cell {gid} in {path})"
 
 
+def mark_scheme(cfg: CourseConfig, lab: str) -> dict[str, tuple[str, str]]:
+    """grade_id -> (the rubric's criteria for that written answer, the reference's answer text) of ``lab``:
+    the criteria name the exercise and where the rubric lives; the reference answer is the model answer of the
+    released source notebook."""
+    import nbformat
+
+    from autograder.rubrics import load_rubric
+
+    out: dict[str, tuple[str, str]] = {}
+    path = cfg.rubric / f"{lab}.yaml"
+    model: dict[str, str] = {}
+    src = cfg.nbgrader_root / "source" / lab / f"{lab}.ipynb"
+    if src.exists():
+        for cell in nbformat.read(src, as_version=4).cells:
+            gid = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
+            if gid:
+                model[gid] = cell.source
+    if not path.exists():
+        return out
+    for ex in load_rubric(path).exercises:
+        for c in ex.graded_cells:
+            if c.kind != "auto":
+                title = ex.title or ex.id
+                where = f"rubric {path.relative_to(cfg.root) if path.is_relative_to(cfg.root) else path}"
+                text = f"{title}: {c.text or '(no criteria in the rubric)'} [{where}, exercise {ex.id}]"
+                out[c.grade_id] = (" ".join(text.split()), model.get(c.grade_id, ""))
+    return out
+
+
 def write_template(cfg: CourseConfig, out: Path, *, every: bool = False, db: Path | None = None) -> int:
     """A CSV to grade in a spreadsheet: one row per written answer still to grade (``every``: every written
-    answer, graded ones with their current points and comment), with the student's answer; returns the number
-    of rows. Sorted by lab, cell, student: one question across the class at a time."""
+    answer, graded ones with their current points and comment), with the rubric's criteria, the student's
+    answer and the reference's model answer; returns the number of rows. Sorted by lab, cell, student: one
+    question across the class at a time."""
     db = Path(db or cfg.gradebook)
     write_formgrader_config(cfg)
     rows: list[dict] = []
     notebooks: dict = {}
+    schemes: dict[str, dict[str, tuple[str, str]]] = {}
     with _gradebook(db) as gb:
         cells = _course_cells(gb)
         for a in gb.assignments:
@@ -254,6 +295,9 @@ def write_template(cfg: CourseConfig, out: Path, *, every: bool = False, db: Pat
                         if cell is None or not cell.manual or not (g.needs_manual_grade or every):
                             continue
                         comment = gb.find_comment(g.name, nb.name, a.name, sub.student.id).manual_comment
+                        if a.name not in schemes:
+                            schemes[a.name] = mark_scheme(cfg, a.name)
+                        criteria, model = schemes[a.name].get(g.name, ("", ""))
                         rows.append(
                             {
                                 "student": sub.student.id,
@@ -262,7 +306,9 @@ def write_template(cfg: CourseConfig, out: Path, *, every: bool = False, db: Pat
                                 "max_points": f"{cell.max_score:g}",
                                 "points": "" if g.manual_score is None else f"{g.manual_score:g}",
                                 "comment": comment or "",
+                                "criteria": criteria,
                                 "answer": _answer_text(cfg, sub.student.id, a.name, g.name, notebooks),
+                                "model_answer": model,
                             }
                         )
     rows.sort(key=lambda r: (r["lab"], r["grade_id"], r["student"]))
@@ -300,7 +346,10 @@ rewritten on every grade, manual and export run: edit autograder/manual.py, not 
 
 Formgrader for the written answers (nbgrader reads this file from the working directory):
     cd {root} && {repo}/.venv/bin/jupyter lab --ip=127.0.0.1 --no-browser --ServerApp.root_dir=.
-then open the printed URL and go to /formgrader (JupyterLab menu: Nbgrader > Formgrader), Manual Grading.
+As root (a container, a GPU node) add --allow-root: jupyter refuses to start as root without it.
+Over ssh: ssh -L 8888:127.0.0.1:8888 HOST, then open the printed URL (with its token) on your machine.
+Then go to /formgrader (JupyterLab menu: Nbgrader > Formgrader), Manual Grading: every graded submission
+is listed (submitted_directory below is the autograded folder, where `grade` writes them).
 Autograding stays with `python -m autograder grade` (sandbox + judge); feedback with `python -m autograder
 export`, which folds the hand-given points into grades.csv and regenerates every student's feedback.
 """
@@ -317,6 +366,9 @@ from nbgrader.preprocessors import GetGrades  # noqa: E402
 c = get_config()  # noqa: F821 - provided by traitlets when nbgrader loads this file
 c.CourseDirectory.root = {str(root)!r}
 c.CourseDirectory.db_url = {f"sqlite:///{cfg.gradebook}"!r}
+# formgrader counts a lab's submissions from submitted/<student>/<lab>/; grading reads them from the class
+# folder and writes autograded/<student>/<lab>/, so that folder is what formgrader lists
+c.CourseDirectory.submitted_directory = "autograded"
 c.Autograde.sanitize_preprocessors = [RefuseAutograde]
 c.Autograde.autograde_preprocessors = [RefuseAutograde]
 # formgrader's "Generate Feedback" must not show hidden tests' source either (export's feedback is the one to
@@ -332,18 +384,79 @@ c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPre
     return path
 
 
+# ---- regrades ----------------------------------------------------------------------------------------------
+def answers_file(db: Path) -> Path:
+    """Beside a gradebook (``gradebook.db`` -> ``gradebook.answers.json``): per graded submission, the digest
+    of each written answer as last graded. A regrade compares against it (grading rewrites the autograded
+    notebook and the feedback folder, so neither can say what the hand-grader read)."""
+    return Path(db).with_name(Path(db).stem + ".answers.json")
+
+
+def _load_answers(db: Path) -> dict[str, dict[str, str]]:
+    import json
+
+    try:
+        return json.loads(answers_file(db).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def unchanged_answers(db: Path, o) -> set[str]:  # noqa: ANN001 - outcome.Outcome
+    """grade_ids of ``o``'s written answers whose text is the one last graded into gradebook ``db``: a
+    hand-given score of such an answer still holds after the regrade."""
+    before = _load_answers(db).get(f"{o.student}/{o.lab}", {})
+    return {gid for gid, digest in o.answers.items() if before.get(gid) == digest}
+
+
+def record_answers(db: Path, entries: dict[str, dict[str, str]]) -> None:
+    """Merge ``entries`` ('student/lab' -> grade_id -> digest) into ``db``'s answers file (atomic)."""
+    from autograder.merge import write_json
+
+    known = _load_answers(db)
+    if all(known.get(k) == v for k, v in entries.items()):
+        return
+    write_json(answers_file(db), {**known, **entries})
+
+
+def with_hand_points(db: Path, o):  # noqa: ANN001, ANN201 - outcome.Outcome
+    """``o`` with each cell's final score from gradebook ``db`` (the hand-given one where there is one) and
+    whether it still waits for hand grading, so an ``ok`` row's CSV line shows what ``export`` shows; the
+    answers graded now are recorded for the next regrade (:func:`unchanged_answers`)."""
+    from dataclasses import replace
+
+    from nbgrader.api import MissingEntry
+
+    if o.answers:
+        record_answers(db, {f"{o.student}/{o.lab}": o.answers})
+    if o.status != "ok":
+        return o
+    try:
+        with _gradebook(db) as gb:
+            nb = gb.find_submission_notebook(o.lab, o.lab, o.student)
+            got = {g.name: _final(g) for g in nb.grades}
+    except (MissingEntry, ValueError):
+        return o
+    cells = {gid: {**c, **got.get(gid, {})} for gid, c in o.cells.items()}
+    return replace(o, cells=cells)
+
+
 # ---- export ------------------------------------------------------------------------------------------------
+def _final(g) -> dict:  # noqa: ANN001 - nbgrader Grade
+    """A cell's final {score, needs_manual}: the hand-given score where there is one, unless the cell waits
+    for (re)grading (a written answer that changed since it was graded keeps its old points in the gradebook,
+    but they do not count until it is graded again)."""
+    pending = bool(g.needs_manual_grade)
+    score = float(g.auto_score or 0.0) if pending else float(g.score or 0.0)
+    return {"score": score, "needs_manual": pending}
+
+
 def final_cells(db: Path) -> dict[tuple[str, str], dict[str, dict]]:
     """(student, lab) -> grade_id -> {score (hand-given if any, else auto), needs_manual} of the gradebook."""
     out: dict[tuple[str, str], dict[str, dict]] = {}
     with _gradebook(db) as gb:
         for a in gb.assignments:
             for sub in a.submissions:
-                out[(sub.student.id, a.name)] = {
-                    g.name: {"score": float(g.score or 0.0), "needs_manual": bool(g.needs_manual_grade)}
-                    for nb in sub.notebooks
-                    for g in nb.grades
-                }
+                out[(sub.student.id, a.name)] = {g.name: _final(g) for nb in sub.notebooks for g in nb.grades}
     return out
 
 
@@ -380,26 +493,31 @@ def regenerate_feedback(cfg: CourseConfig, student: str, lab: str, db: Path | No
     return ""
 
 
-def export(
-    cfg: CourseConfig, *, out: Path | None = None, feedback: bool = True, progress: bool = True
-) -> pd.DataFrame:
-    """Final grades: every ``ok`` row of ``out`` (default ``build/grades.csv``) rewritten from the course
-    gradebook (auto + hand-given points, ``needs_manual`` = points still ungraded), each such student's
-    feedback regenerated with the final score (unless ``feedback`` is False), nbgrader's own CSV export and
-    the summary refreshed. Rows of other statuses are kept as they are. Returns the CSV."""
-    from autograder.merge import export_nbgrader, read_csv, write_csv
-    from autograder.outcome import Outcome, outcome_row, source_cells
-    from autograder.plots import summarize
+def _refresh_grading_json(cfg: CourseConfig, o, row: dict) -> None:  # noqa: ANN001 - outcome.Outcome
+    """The row's ``grading.json`` with the exported cells and row; every other key (messages, answers, seed)
+    as grading wrote it. Unchanged content is not rewritten (a second export touches nothing)."""
+    import json
 
-    out = Path(out or cfg.build / "grades.csv")
-    db = cfg.gradebook
-    write_formgrader_config(cfg)
-    df = read_csv(out)
-    if df.empty:
-        raise ValueError(f"no rows in {out}: grade the class first (python -m autograder grade SUBMISSIONS)")
+    from autograder.merge import write_json
+
+    path = cfg.nbgrader_root / "feedback" / o.student / o.lab / "grading.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    new = {**data, "cells": o.cells, "row": row}
+    if json.loads(json.dumps(new, default=str)) != data:
+        write_json(path, new)
+
+
+def final_rows(cfg: CourseConfig, df: pd.DataFrame, db: Path) -> tuple[list[tuple], list[str]]:
+    """([(Outcome, CSV row)] of every ``ok`` row of ``df`` recomputed from gradebook ``db``: auto plus
+    hand-given points, ``needs_manual`` = points still ungraded; ['student/lab' of ok rows ``db`` lacks])."""
+    from autograder.outcome import Outcome, outcome_row, source_cells
+
     gb_cells = final_cells(db)
     lab_cells: dict[str, dict[str, dict]] = {}
-    rows: list[dict] = []
+    finals: list[tuple] = []
     absent: list[str] = []
     for r in df.to_dict("records"):
         key = (r["student"], r["lab"])
@@ -415,7 +533,28 @@ def export(
             if gid in cells:
                 cells[gid].update(got)
         o = Outcome(r["student"], r["lab"], r["status"], r["reason"], cells, float(r["seconds"] or 0.0))
-        rows.append(outcome_row(cfg, o))
+        finals.append((o, outcome_row(cfg, o)))
+    return finals, absent
+
+
+def export(
+    cfg: CourseConfig, *, out: Path | None = None, feedback: bool = True, progress: bool = True
+) -> pd.DataFrame:
+    """Final grades: every ``ok`` row of ``out`` (default ``build/grades.csv``) rewritten from the course
+    gradebook (auto + hand-given points, ``needs_manual`` = points still ungraded), each such student's
+    feedback regenerated with the final score (unless ``feedback`` is False), nbgrader's own CSV export and
+    the summary refreshed. Rows of other statuses are kept as they are. Returns the CSV."""
+    from autograder.merge import export_nbgrader, read_csv, write_csv
+    from autograder.plots import summarize
+
+    out = Path(out or cfg.build / "grades.csv")
+    db = cfg.gradebook
+    write_formgrader_config(cfg)
+    df = read_csv(out)
+    if df.empty:
+        raise ValueError(f"no rows in {out}: grade the class first (python -m autograder grade SUBMISSIONS)")
+    finals, absent = final_rows(cfg, df, db)
+    rows = [row for _, row in finals]
     if absent:
         log.warning(
             "%d ok row(s) of %s have no submission in %s (a shard not merged yet?), left as they are: %s",
@@ -425,6 +564,8 @@ def export(
             ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else ""),
         )
     merged = write_csv(rows, out)
+    for o, row in finals:  # grading.json says what grades.csv says: the final cells and row
+        _refresh_grading_json(cfg, o, row)
     failed: list[str] = []
     if feedback:
         t0 = time.monotonic()

@@ -82,13 +82,20 @@ def _gradebook(db: Path):  # noqa: ANN202 - nbgrader Gradebook
 
 
 def write_submission(
-    db: Path, student: str, lab: str, cells: dict[str, dict], *, review_kept: bool = True
+    db: Path,
+    student: str,
+    lab: str,
+    cells: dict[str, dict],
+    *,
+    review_kept: bool = True,
+    unchanged: frozenset[str] | set[str] = frozenset(),
 ) -> None:
     """Replace (student, lab) in gradebook ``db`` by ``cells`` (grade_id -> {score, needs_manual}).
 
-    Hand-given points and comments (formgrader, ``manual``) survive: a regrade never loses them. As nbgrader's
-    own autograde does, a cell that kept a hand-given score is flagged for review (``needs_manual_grade``)
-    when ``review_kept`` (a new grading run: the answer may have changed); merging shards passes False, so a
+    Hand-given points and comments (formgrader, ``manual``) survive: a regrade never loses them. A kept score
+    whose written answer is ``unchanged`` since it was graded (same text) stays as graded (or pending, as it
+    was); any other kept score is flagged for review (``needs_manual_grade``, as nbgrader's own autograde
+    does) when ``review_kept`` (a new grading run of a changed answer); merging shards passes False, so a
     second merge changes nothing. One sqlite transaction per submission: a kill mid-way leaves the previous
     state (sqlite's journal).
     """
@@ -120,16 +127,17 @@ def write_submission(
                     g.auto_score, g.needs_manual_grade = c["score"], False
             if g.name in kept:
                 g.manual_score, g.extra_credit, was_pending = kept[g.name]
-                g.needs_manual_grade = bool(review_kept or was_pending)
+                g.needs_manual_grade = bool((review_kept and g.name not in unchanged) or was_pending)
         for comment in nb.comments:
             if comment.name in said:
                 comment.manual_comment = said[comment.name]
-        if kept and review_kept:
+        changed = sorted(set(kept) - set(unchanged))
+        if changed and review_kept:
             log.info(
-                "%s/%s: hand-given points of %s kept, flagged for review (the regraded answer may differ)",
+                "%s/%s: hand-given points of %s kept, flagged for review (the written answer changed)",
                 student,
                 lab,
-                ", ".join(sorted(kept)),
+                ", ".join(changed),
             )
         gb.db.commit()
 
@@ -206,9 +214,13 @@ def _check_runs(runs: dict[Path, dict]) -> None:
                 )
 
 
-def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path) -> pd.DataFrame:
-    """Combine shard CSVs and gradebooks into ``out_csv`` and ``gradebook``; idempotent. Returns the CSV."""
+def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path, cfg=None) -> pd.DataFrame:  # noqa: ANN001
+    """Combine shard CSVs and gradebooks into ``out_csv`` and ``gradebook``; idempotent. Returns the CSV.
+    With the course ``cfg``, each ``ok`` row counts the hand-given points ``gradebook`` holds (a shard graded
+    from an older gradebook copy does not know them), as ``export`` would."""
     import shutil
+
+    from autograder.manual import _load_answers, record_answers
 
     if not shard_dirs:
         raise ValueError("merge needs at least one shard directory (each holding grades.csv, gradebook.db)")
@@ -239,6 +251,9 @@ def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path) -> pd.D
         for (student, lab), cells in sorted(read_submissions(d / "gradebook.db").items()):
             if lab in labs and lab in target:
                 write_submission(gradebook, student, lab, cells, review_kept=False)
+        # the written answers each shard graded: a later regrade on the course gradebook compares with them
+        shard_answers = _load_answers(d / "gradebook.db")
+        record_answers(gradebook, {k: v for k, v in shard_answers.items() if k.rpartition("/")[2] in labs})
         rows.append(df)
     all_rows = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     dup = all_rows[all_rows.duplicated(["student", "lab"], keep=False)]
@@ -247,7 +262,13 @@ def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path) -> pd.D
             f"refusing to merge: {len(dup)} rows appear in more than one shard, e.g. "
             f"{dup[['student', 'lab']].head(3).to_dict('records')}; were the shards cut with the same N?"
         )
-    merged = write_csv(all_rows.to_dict("records"), out_csv)
+    records = all_rows.to_dict("records")
+    if cfg is not None and records:  # hand-given points of the course gradebook (issue 35)
+        from autograder.manual import final_rows
+
+        finals = {(w["student"], w["lab"]): w for _, w in final_rows(cfg, all_rows, gradebook)[0]}
+        records = [{**r, **finals.get((r["student"], r["lab"]), {})} for r in records]
+    merged = write_csv(records, out_csv)
     run = {**next(iter(runs.values())), "shard": None, "merged": [str(d) for d in runs]}
     run["labs"] = {lab: fp for r in runs.values() for lab, fp in r.get("labs", {}).items()}
     write_json(run_file(out_csv), run)

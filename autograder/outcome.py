@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,9 @@ class Outcome:
     leftovers_killed: int = 0
     messages: dict[str, str] = field(default_factory=dict)  # grade_id -> every message of that cell, in full
     timings: dict[str, float] = field(default_factory=dict)  # autograde_s, exec_s, feedback_s (worker side)
+    # grade_id -> digest of each written answer as graded: a regrade keeps a hand-given score as graded when
+    # the answer is unchanged, and flags it for review when it changed (autograder.manual.unchanged_answers)
+    answers: dict[str, str] = field(default_factory=dict)
 
 
 def shorten(text: str, limit: int = SHORT) -> str:
@@ -92,6 +96,26 @@ def cell_messages(notebook: Path) -> dict[str, str]:
             )
         elif any(o.get("output_type") == "execute_result" for o in outputs):
             out[meta["grade_id"]] = "the cell's last expression is a number below full marks (partial credit)"
+    return out
+
+
+def answer_digest(text: str) -> str:
+    """A written answer's identity across regrades (whitespace at the ends and line endings ignored)."""
+    norm = "\n".join(line.rstrip() for line in text.strip().splitlines())
+    return hashlib.sha256(norm.encode()).hexdigest()[:16]
+
+
+def written_answers(notebook: Path, cells: dict[str, dict]) -> dict[str, str]:
+    """grade_id -> digest of each hand-graded (``kind: manual``) cell's text in the autograded notebook."""
+    import nbformat
+
+    if not notebook.exists():
+        return {}
+    out: dict[str, str] = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        gid = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
+        if gid in cells and cells[gid].get("kind") == "manual":
+            out[gid] = answer_digest(cell.source)
     return out
 
 
@@ -167,13 +191,14 @@ def outcome_from_result(
             reason = failure_reason(result.get("log", "") + "\n" + result.get("error", ""))
     cells = source_cells(cfg, sub.lab)
     messages: dict[str, str] = {}
+    answers: dict[str, str] = {}
     if status == "ok":
         for gid, got in read_grades(work / "gradebook.db", sub.lab, sub.student).items():
             if gid in cells:
                 cells[gid].update(got)
-        messages = cell_messages(
-            cfg.nbgrader_root / "autograded" / sub.student / sub.lab / f"{sub.lab}.ipynb"
-        )
+        autograded = cfg.nbgrader_root / "autograded" / sub.student / sub.lab / f"{sub.lab}.ipynb"
+        messages = cell_messages(autograded)
+        answers = written_answers(autograded, cells)
         reason = exercise_reasons(cfg, sub.lab, cells, messages)
         if result and result.get("feedback_ok") is False:
             reason = (
@@ -201,7 +226,9 @@ def outcome_from_result(
         mb = box["output_dropped_bytes"] / 2**20
         reason = (reason + SEP if reason else "") + f"output over the cap dropped ({mb:.1f} MiB)"
     timings = {k: round(float(v), 2) for k, v in (result or {}).items() if k.endswith("_s")}
-    return Outcome(sub.student, sub.lab, status, reason, cells, seconds, leftovers, messages, timings)
+    return Outcome(
+        sub.student, sub.lab, status, reason, cells, seconds, leftovers, messages, timings, answers
+    )
 
 
 def outcome_row(cfg: CourseConfig, o: Outcome) -> dict:

@@ -1,9 +1,13 @@
 """What the instructor reads at the end of a grading run: a summary table per lab and a score plot per lab.
 
 - ``<csv stem>.summary.md`` beside the CSV: per lab, students graded, mean/median score, status counts, and a
-  histogram per exercise (how many students earned 0, some, half or more, all of its auto points);
+  histogram per exercise (how many students earned 0, some, half or more, all of its points);
 - ``scores_<lab>.png`` beside the CSV: the distribution of total scores and the mean share per exercise;
 - ``build/scores.png`` (``make course``): per lab, each sample's points per exercise as stacked bars.
+
+An exercise's CSV column holds its auto points plus the hand-given points of its written answers once they are
+graded (``manual`` + ``export``): the tables name both maxima apart ("auto points", "written points") and
+every share is of their sum, so a graded written answer never reads as more than the exercise's points.
 """
 
 from __future__ import annotations
@@ -20,16 +24,20 @@ log = logging.getLogger("autograder.summary")
 BINS = ("0", "<50%", "50-99%", "100%")
 
 
-def _exercise_max(cfg: CourseConfig, lab: str) -> dict[str, float]:
+def _exercise_max(cfg: CourseConfig, lab: str) -> dict[str, tuple[float, float]]:
+    """exercise id -> (its auto points, its written (hand-graded) points), from the rubric."""
     from autograder.rubrics import load_rubric
 
     path = cfg.rubric / f"{lab}.yaml"
     if not path.exists():
         return {}
     return {
-        ex.id: sum(c.points for c in ex.graded_cells if c.kind == "auto")
+        ex.id: (
+            sum(c.points for c in ex.graded_cells if c.kind == "auto"),
+            sum(c.points for c in ex.graded_cells if c.kind != "auto"),
+        )
         for ex in load_rubric(path).exercises
-        if any(c.kind == "auto" for c in ex.graded_cells)
+        if ex.graded_cells
     }
 
 
@@ -44,14 +52,16 @@ def lab_summary(cfg: CourseConfig, df: pd.DataFrame, lab: str) -> tuple[str, pd.
         f"median {score.median():.1f}, max {score.max():.1f} of {top:g}"
     )
     rows = []
-    for ex, full in _exercise_max(cfg, lab).items():
+    for ex, (auto, written) in _exercise_max(cfg, lab).items():
+        full = auto + written
         if ex not in sub.columns or full <= 0:
             continue
         frac = pd.to_numeric(sub[ex], errors="coerce").fillna(0.0) / full
         rows.append(
             {
                 "exercise": ex,
-                "auto points": full,
+                "auto points": auto,
+                "written points": written,
                 "mean": round(float(frac.mean() * full), 2),
                 BINS[0]: int((frac <= 0).sum()),
                 BINS[1]: int(((frac > 0) & (frac < 0.5)).sum()),
@@ -88,11 +98,11 @@ def lab_figure(cfg: CourseConfig, df: pd.DataFrame, lab: str):  # noqa: ANN201 -
     a.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of students: no 0.5 ticks on small classes
     _, table = lab_summary(cfg, df, lab)
     if len(table):
-        share = table["mean"] / table["auto points"]
+        share = table["mean"] / (table["auto points"] + table["written points"])
         b.barh(table["exercise"], share, color="tab:green")
         b.set_xlim(0, 1)
         b.invert_yaxis()
-    b.set(title="mean share of each exercise's auto points", xlabel="share")
+    b.set(title="mean share of each exercise's points (auto + hand-given)", xlabel="share")
     fig.tight_layout()
     return fig
 
@@ -113,7 +123,15 @@ def summarize(
     parts = []
     for lab in sorted(set(df["lab"])):
         head, table = lab_summary(cfg, df, lab)
-        parts.append(f"## {head}\n\n" + (markdown_table(table) if len(table) else "(no rubric)") + "\n")
+        note = ""
+        if len(table) and table["written points"].sum() > 0:
+            note = (
+                "\n\nEach exercise's mean and histogram count its auto points and the hand-given points of "
+                "its written answers (0 until graded: `manual`, then `export`)."
+            )
+        parts.append(
+            f"## {head}\n\n" + (markdown_table(table) if len(table) else "(no rubric)") + note + "\n"
+        )
         if plots and lab in cfg.lab_ids():
             plot_lab(cfg, df, lab, csv.with_name(f"scores_{lab}.png"))
     text = "# Grading summary\n\n" + "\n".join(parts)
@@ -161,7 +179,7 @@ def plot_scores(df: pd.DataFrame, out: Path, exercise_order: dict[str, list[str]
                     )
         ax.set_xlim(0, float(pd.to_numeric(sub["max_score"], errors="coerce").max() or 100) + 8)
         ax.invert_yaxis()
-        ax.set_title(f"{lab}: auto-graded points per sample (manual points pending)")
+        ax.set_title(f"{lab}: points per sample (auto; written answers once hand-graded)")
         ax.set_xlabel("points")
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
     fig.tight_layout()

@@ -60,6 +60,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "brief": (
         "bench/bench_brief.py",
         "course_dist/labkit/lab01/brief.py",
+        "course_dist/labkit/lab01/model.py",
         "course_dist/labkit/homework/brief.py",
         "solutions/homework/fttrainer",
     ),

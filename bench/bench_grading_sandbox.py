@@ -1,4 +1,4 @@
-"""What the grading contract costs per submission: the bubblewrap sandbox and the trusted judge.
+"""What the grading contract costs per submission: the sandbox, the process boundary and the trusted judge.
 
     python -m bench grading_sandbox            # fixture lab + lab02, 2 repeats each, interleaved
     python -m bench grading_sandbox --quick    # fixture lab only, 1 repeat
@@ -7,9 +7,13 @@
 Per lab, the reference submission is graded with one slot (so nothing competes with it), alternating
 ``--unsafe-no-sandbox`` and sandboxed runs in one process (same seed, same worker code, the reference run
 computed once beforehand and cached): the difference is the sandbox (bwrap start, cgroups, ipc transport,
-the scratch copy). The judge's own step (loading both evidence directories with ``weights_only=True`` and
-comparing every key) is timed directly on the lab's reference evidence. Overhead = (sandboxed - unsandboxed
-+ judge) / unsandboxed, target <= 10 %. Writes bench/results/grading_sandbox.md.
+the scratch copy, the workdir tmpfs) and, since issue 32, the process boundary (a second process for the
+answer cells, an IPython shell importing torch; the trusted kernel's names pickled to it before each answer
+cell; every call into the student's code a round trip on a unix socket) - fixlab is graded with
+``COURSE_PROCESS_BOUNDARY=fixlab``, lab02's rubric has it. The judge's own step (loading both evidence
+directories with ``weights_only=True`` and comparing every key) is timed directly on the lab's reference
+evidence. Overhead = (sandboxed - unsandboxed + judge) / unsandboxed per interleaved round, min / median /
+max; target <= 15 % (1.15x the plain execution, issue 32). Writes bench/results/grading_sandbox.md.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import machine, write
+from bench import machine, verdict, write
 
 log = logging.getLogger("bench.grading_sandbox")
 SEED = 4321
@@ -84,18 +88,25 @@ def bench_lab(lab: str, repeats: int) -> dict:
         ref_dir = reference_evidence(cfg, lab, SEED, cfg.fast)
         ref_s = time.monotonic() - t0
         plain, boxed = [], []
-        for i in range(repeats):  # interleaved: a load change hits both sides alike
-            plain.append(_seconds(cfg, subs, lab, True, i))
-            boxed.append(_seconds(cfg, subs, lab, False, i))
+        if lab == "fixlab":
+            os.environ["COURSE_PROCESS_BOUNDARY"] = "fixlab"
+        try:
+            for i in range(repeats):  # interleaved: a load change hits both sides alike
+                plain.append(_seconds(cfg, subs, lab, True, i))
+                boxed.append(_seconds(cfg, subs, lab, False, i))
+        finally:
+            os.environ.pop("COURSE_PROCESS_BOUNDARY", None)
         judge_s = _judge_seconds(ref_dir)
         ev_bytes = sum(p.stat().st_size for p in ref_dir.glob("*.pt"))
     p, b = statistics.median(plain), statistics.median(boxed)
+    per_round = sorted((bx - px + judge_s) / px for px, bx in zip(plain, boxed, strict=True))
     return {
         "lab": lab,
         "plain": p,
         "boxed": b,
         "judge": judge_s,
-        "overhead": (b - p + judge_s) / p,
+        "overhead": statistics.median(per_round),
+        "spread": (per_round[0], per_round[-1]),
         "runs": repeats,
         "reference run": ref_s,
         "evidence KiB": ev_bytes / 1024,
@@ -119,6 +130,17 @@ HOSTILE = (
 )
 
 
+BOUNDARY = (
+    "**The process boundary** (`autograder/tests/test_boundary.py`, one grading run of 17 fixlab "
+    "submissions with the static scan off): a `course_dist/` folder beside the notebook, a sidecar module, "
+    "a patch through an alias, an aliased `setattr`, `map(setattr, ...)`, `vars(module).update`, a swapped "
+    "`__code__`, a pickle gadget, a magic line, an IPython `post_run_cell` hook, a rebound bare name, a "
+    "thread rewriting evidence, a disk fill, a 4 GiB sparse file and 20,000 stray files: **15 attacks, 0 "
+    "unearned points**; the reference and an honest answer using `gc`, redirected stdout, `inspect`, "
+    "`find_spec`, `setattr(self, ...)`, seeding, `%matplotlib inline` and `%time` earn every point."
+)
+
+
 def main(quick: bool = False) -> None:
     from autograder.sandbox import sandbox_available
 
@@ -129,16 +151,18 @@ def main(quick: bool = False) -> None:
         ["fixlab"] if quick else ["fixlab", "lab02"]
     )
     t0 = time.monotonic()
-    rows = [bench_lab(lab, 1 if quick else 2) for lab in labs]
+    rows = [bench_lab(lab, 1 if quick else 3) for lab in labs]
     lines = [
-        "# Grading contract overhead: sandbox + judge per submission",
+        "# Grading contract overhead: sandbox + process boundary + judge per submission",
         "",
         f"Measured {machine()}; `python -m bench grading_sandbox{' --quick' if quick else ''}` "
         f"({time.monotonic() - t0:.0f} s). Fast mode, one grading slot, the reference submission, the same "
         "seed; unsandboxed (`--unsafe-no-sandbox`) and sandboxed runs interleaved in one process; medians. "
         "Judge = loading and comparing the lab's reference evidence against itself (what the worker's "
-        "JudgeEvidence step does per submission). Overhead = (sandboxed - unsandboxed + judge) / unsandboxed "
-        "(target <= 10 %). On a shared, loaded box the run-to-run spread (runs column) can exceed the "
+        "JudgeEvidence step does per submission). Sandboxed runs carry the process boundary (issue 32: "
+        "answer cells in a student process, everything else in a trusted kernel). Overhead = (sandboxed - "
+        "unsandboxed + judge) / unsandboxed per interleaved round, median (min - max) (target <= 15 %: 1.15x "
+        "the plain execution). On a shared, loaded box the run-to-run spread (runs column) can exceed the "
         "overhead itself: read the two together.",
         "",
         "| lab | unsandboxed | sandboxed | judge | overhead | runs (unsandboxed / sandboxed) | evidence "
@@ -153,7 +177,10 @@ def main(quick: bool = False) -> None:
         )
         lines.append(
             f"| {r['lab']} | {r['plain']:.1f} s | {r['boxed']:.1f} s | {r['judge'] * 1000:.0f} ms | "
-            f"{r['overhead']:+.1%} | {runs} s | {r['evidence KiB']:.0f} KiB | {r['reference run']:.1f} s |"
+            f"{r['overhead']:+.1%} ({r['spread'][0]:+.0%} - {r['spread'][1]:+.0%}) | {runs} s | "
+            f"{r['evidence KiB']:.0f} KiB | {r['reference run']:.1f} s |"
         )
-    lines += ["", HOSTILE]
+    verdicts = [f"- {r['lab']}: median overhead {r['overhead']:+.1%} against <= 15 %: "
+                f"{verdict(1 + r['overhead'], 1.15)}" for r in rows]
+    lines += ["", *verdicts, "", HOSTILE, "", BOUNDARY]
     write("grading_sandbox", "\n".join(lines) + "\n")

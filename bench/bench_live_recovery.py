@@ -171,11 +171,21 @@ def _analyse(events: list[dict], killed_pid: int | None) -> dict[str, Any]:
 
 
 def _torchrun_recovery() -> str:
+    """The figure compared against: the homework page's SIGKILL -> first resumed step ``total`` row (min /
+    median / max s) under its recovery heading, quoted with that heading."""
     page = Path(__file__).resolve().parent / "results" / "homework.md"
     if not page.is_file():
         return "bench/results/homework.md not found"
-    lines = [ln for ln in page.read_text().splitlines() if "first resumed step" in ln]
-    return lines[0].strip() if lines else "no recovery line in bench/results/homework.md"
+    lines = page.read_text().splitlines()
+    head = next((i for i, ln in enumerate(lines) if "first resumed step" in ln), None)
+    if head is None:
+        return "no recovery section in bench/results/homework.md"
+    total = next((ln for ln in lines[head + 1:] if ln.startswith("| total |")), None)
+    if total is None:
+        return f"no total row under {lines[head].strip()!r} in bench/results/homework.md"
+    mn, med, mx = (c.strip() for c in total.strip().strip("|").split("|")[1:4])
+    return (f"{mn} / {med} / {mx} s (min / median / max, the total row of bench/results/homework.md's "
+            f"'{lines[head].lstrip('# ').strip()}')")
 
 
 def main(quick: bool = False) -> dict[str, Any]:
@@ -205,6 +215,7 @@ def main(quick: bool = False) -> dict[str, Any]:
              for k in ("survivor_rollbacks", "killed_after_step", "survivor_step_then", "resumed_at_step",
                        "same_params")]
     facts.append(f"| survivor_rollbacks, none | {[r['survivor_rollbacks'] for r in runs['none']]} |")
+    torchrun = _torchrun_recovery()
     text = "\n".join([
         title, "",
         f"{'QUICK smoke run - not a measurement' if quick else 'Full run'}; {rounds} run(s); torchft "
@@ -216,7 +227,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         f"Machine: {machine()}.", "",
         "| what | min / median / max (s) |", "|---|---|", *rows, "",
         "| fact | value |", "|---|---|", *facts, "",
-        f"torchrun restart path (homework page, not re-measured): {_torchrun_recovery()}", "",
+        "The torchrun restart path, against which recovery_s compares (every rank restarted, resumed from "
+        f"the last checkpoint; the homework page's figure, not re-measured here): {torchrun}.", "",
         "Times from the killed replica's last logged step (written right before its SIGKILL). joined_s: to "
         "the replacement's Manager being up (cold: process start and imports included). recovery_s: to its "
         "first committed step (quorum, heal from the live peer's state). survivor_max_gap_s: the survivor's "

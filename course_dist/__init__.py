@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "Divergence": "course_dist.trace",
     # teaching aids
     "hint": "course_dist.hints",
+    "scratch_dir": "course_dist.student",
     "SolutionCard": "course_dist.card",
     "Limit": "course_dist.card",
     "check_card": "course_dist.card",

@@ -87,7 +87,8 @@ class _Encoder:
                 return {"na": "NaT"}
             if isinstance(x, pd.DataFrame):
                 cols = [[self.enc(c, depth + 1), self.enc(x[c].tolist(), depth + 1)] for c in x.columns]
-                return {"df": cols, "index": self.enc(list(x.index), depth + 1)}
+                return {"df": cols, "index": self.enc(list(x.index), depth + 1),
+                        "attrs": self.enc(dict(x.attrs), depth + 1), "dtypes": [str(t) for t in x.dtypes]}
             if isinstance(x, pd.Series):
                 return {"ser": self.enc(x.tolist(), depth + 1), "index": self.enc(list(x.index), depth + 1),
                         "name": self.enc(x.name, depth + 1)}
@@ -219,7 +220,15 @@ class _Decoder:
             import pandas as pd
 
             cols = {self.dec(k, d): self.dec(v, d) for k, v in x["df"]}
-            return pd.DataFrame(cols, index=self.dec(x["index"], d) or None)
+            df = pd.DataFrame(cols, index=self.dec(x["index"], d) or None)
+            df.attrs.update(self.dec(x.get("attrs") or {"d": []}, d))
+            for col, dtype in zip(df.columns, x.get("dtypes") or [], strict=False):
+                if str(dtype) != "object" and str(df[col].dtype) != str(dtype):
+                    try:  # a plain numpy/pandas dtype name, rebuilt by name (no code from the data runs)
+                        df[col] = df[col].astype(str(dtype))
+                    except (TypeError, ValueError):
+                        pass
+            return df
         if "ser" in x:
             import pandas as pd
 

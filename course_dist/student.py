@@ -20,9 +20,7 @@ answer cells run in the notebook's kernel as usual and :func:`student_side` call
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 import os
 import re
 import socket
@@ -34,6 +32,7 @@ from typing import Any
 from course_dist import _wire
 
 SOCKET_VAR = "COURSE_STUDENT_SOCKET"
+SHARED_VAR = "COURSE_SHARED_TMPDIR"  # a directory both processes see at the same path (split runs only)
 _NS: dict[str, Any] | None = None  # the student process's namespace (set only there)
 _seen = threading.local()
 
@@ -111,6 +110,15 @@ class _Client:
 
 
 _CLIENT: _Client | None = None
+
+
+def scratch_dir() -> str:
+    """Where a notebook puts files that both its cells and the student's code use (checkpoints, logs): in a
+    grading run a directory the trusted kernel and the student process share, otherwise the temp dir. The
+    trusted side only lists and reads plain text there; anything that unpickles runs student-side."""
+    import tempfile
+
+    return os.environ.get(SHARED_VAR) or tempfile.gettempdir()
 
 
 def active() -> bool:
@@ -299,94 +307,10 @@ def _context() -> dict[str, Any]:
     return out
 
 
-# ---- student side ----------------------------------------------------------------------------------------
-def _describe(value: Any) -> tuple[str, Any, str]:
-    doc = (getattr(value, "__doc__", "") or "") if callable(value) else ""
-    if isinstance(value, type):
-        return "class", None, doc
-    if callable(value):
-        return "function", None, doc
-    try:
-        _wire.encode(value)
-        return "data", value, ""
-    except _wire.WireError:
-        return "object", None, ""
-
-
-def _serve_one(shell: Any, kind: str, kw: dict) -> dict:
-    import cloudpickle
-
-    ns = shell.user_ns
-    if kind == "exec":
-        for name, blob in kw["context"].items():
-            try:
-                ns[name] = cloudpickle.loads(blob)
-            except Exception:  # a course object that does not travel: the answer cell may not need it
-                continue
-        res = shell.run_cell(kw["source"], store_history=False, silent=False)
-        found = {n: _describe(ns[n]) for n in kw["names"] if n in ns}
-        if not res.success:
-            err = res.error_in_exec or res.error_before_exec
-            return {"value": found, "error": err}
-        return {"value": found}
-    if kind == "call":
-        return {"value": ns[kw["name"]](*kw["args"], **kw["kwargs"])}
-    if kind == "run":
-        return {"value": kw["fn"](*kw["args"], **kw["kwargs"])}
-    if kind == "launch":
-        from course_dist.launch import launch
-
-        r = launch(kw["fn"], **kw["options"])
-        return {"value": {"values": list(r), "stdout": r.stdout, "stderr": r.stderr, "trace": r.trace,
-                          "elapsed": r.elapsed, "start_method": r.start_method, "backend": r.backend}}
-    raise ValueError(f"unknown request {kind!r}")
-
-
-def host(path: str) -> int:
-    """(Student process) serve the trusted kernel's requests on the unix socket ``path`` until it closes."""
-    global _NS
-    import cloudpickle
-    from IPython.core.interactiveshell import InteractiveShell
-
-    class _Shell(InteractiveShell):
-        def enable_gui(self, gui: Any = None) -> None:  # %matplotlib inline: no GUI event loop to start
-            return None
-
-    shell = _Shell.instance(colors="NoColor")
-    _NS = shell.user_ns
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path + ".tmp")
-    srv.listen(1)
-    os.replace(path + ".tmp", path)  # the grader waits for this name: the host is ready
-    conn, _ = srv.accept()
-    while True:
-        try:
-            blob = _recv(conn)
-        except ConnectionError:
-            return 0
-        out, err = io.StringIO(), io.StringIO()
-        kind = "request"
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                kind, kw = cloudpickle.loads(blob)  # from the trusted kernel, never the other way
-                reply = _serve_one(shell, kind, kw)
-        except BaseException as exc:  # the student's error travels as data
-            reply = {"error": exc}
-        reply.update(stdout=out.getvalue(), stderr=err.getvalue())
-        try:
-            blob = _wire.encode(reply)
-        except Exception as exc:  # noqa: BLE001 - whatever it is, the grader gets a reply, never a dead host
-            blob = _wire.encode({"error": TypeError(f"the student's {kind} returned {exc}, which cannot be "
-                                                    "sent to the grader"), "stdout": reply["stdout"],
-                                 "stderr": reply["stderr"]})
-        _send(conn, blob)
-
-
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "--host":
         print("usage: python -m course_dist.student --host SOCKET  (internal to grading)", file=sys.stderr)
         sys.exit(2)
-    # the module by its own name: proxies unpickle through course_dist.student._resolve, not __main__'s
-    from course_dist import student as _self
+    from course_dist._student_host import host
 
-    sys.exit(_self.host(sys.argv[2]))
+    sys.exit(host(sys.argv[2]))

@@ -106,7 +106,12 @@ def first_divergence(trace: pd.DataFrame, world_size: int | None = None) -> Dive
 
 
 def _compare(seq: int, gname: str, calls: dict[int, dict | None], by_rank: dict) -> Divergence | None:
-    keys = {r: (None if c is None else (c["op"], c["shape"], c["dtype"])) for r, c in calls.items()}
+    # a missing dtype is NaN in the frame: NaN != NaN, so it compared equal only while every row held the one
+    # np.nan object (a copied or unpickled frame has several): compare it as None
+    def key(c: dict) -> tuple:
+        return c["op"], c["shape"], c["dtype"] if isinstance(c["dtype"], str) else None
+
+    keys = {r: (None if c is None else key(c)) for r, c in calls.items()}
     if len(set(keys.values())) <= 1:
         return None
     counts = Counter(keys.values()).most_common()

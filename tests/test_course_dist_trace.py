@@ -180,3 +180,22 @@ def test_tracing_keeps_p2pop_and_pipelining_working() -> None:
     res = course_dist.launch(_pipelined, 2, timeout=60, trace=True)
     assert list(res) == [[1.0, 1.0], [0.0, 0.0]]
     assert {"isend", "irecv"} <= set(res.trace["op"])
+
+
+def test_divergence_survives_a_pickled_trace() -> None:
+    """A barrier's dtype is NaN; a pickled copy of the frame holds several NaN objects (NaN != NaN), which
+    once made every rank look odd: the culprit must stay the one rank that called something else."""
+    import pickle
+
+    import pandas as pd
+
+    from course_dist.trace import first_divergence
+
+    common = dict(seq=0, group="default", t_start=0.0, t_end=0.0, group_ranks=None)
+    rows = [dict(rank=r, op="barrier", shape=None, dtype=float("nan"), site=f"x.py:{r}", called="barrier",
+                 **common) for r in (0, 2)]
+    rows.append(dict(rank=1, op="all_reduce", shape=(1,), dtype="float32", site="x.py:9", called="all_reduce",
+                     **common))
+    df = pickle.loads(pickle.dumps(pd.DataFrame(rows)))
+    div = first_divergence(df, world_size=3)
+    assert div is not None and div.ranks == [1], f"culprit: got {div and div.ranks}, expected [1]"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.student_repo import build_student_repo
+from autograder.student_repo import REMOTE_PLACEHOLDER, build_student_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -153,6 +153,9 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name in ("python", "torchrun", "jupyter"):
         (shim / name).write_text(f'#!/bin/sh\nexec "{VENV_BIN / name}" "$@"\n')
         (shim / name).chmod(0o755)
+    # the students' repository the publish commands push to: a bare one here, in place of the URL placeholder
+    bare = student.parent / "students.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=60)
     return {"course": ROOT, "student": student, "tmp": student.parent}
 
 
@@ -160,6 +163,7 @@ def _run(cmd: str, where: Path, tmp: Path, student: Path) -> subprocess.Complete
     if re.match(r"^make\b", cmd):
         cmd = "make -n" + cmd[len("make") :]  # the recipe, printed, not run
     cmd = cmd.replace("../course-student", str(tmp / "course-student"))
+    cmd = cmd.replace(REMOTE_PLACEHOLDER, str(tmp / "students.git"))
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
     env.update(GIT_AUTHOR_NAME="docs test", GIT_AUTHOR_EMAIL="docs@test", GIT_COMMITTER_NAME="docs test")
     env.update(GIT_COMMITTER_EMAIL="docs@test")
@@ -184,7 +188,10 @@ def test_every_readme_command_runs_or_is_skipped_with_a_reason(doc: str, places:
                 failed.append(f"{cmd}\n  arguments rejected: {type(exc).__name__}: {exc}")
             skipped.append((cmd, why))
             continue
-        cheap = re.search(r"--help\b|^make\b|-m autograder student-repo|git (init|add|commit)", cmd)
+        cheap = re.search(
+            r"--help\b|^make\b|-m autograder student-repo|git (init|add|commit)|git -C \S+ (remote add|push)",
+            cmd,
+        )
         if not cheap:
             failed.append(f"{cmd}\n  not classified: make it cheap to run here or add it to SKIPPED with why")
             continue
@@ -225,3 +232,36 @@ def test_the_publish_commands_make_a_repository(places: dict[str, Path]) -> None
     assert "Makefile" in files and "labs/lab02/lab02.ipynb" in files, files[:20]
     bad = [f for f in files if f.split("/")[0] in ("solutions", "autograder", "build", "tests")]
     assert not bad, f"instructor files committed to the student repository: {bad}"
+    # the printed push reached the students' repository (a bare one standing in for the URL)
+    pushed = subprocess.run(
+        ["git", "--git-dir", str(places["tmp"] / "students.git"), "ls-tree", "-r", "--name-only", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(pushed) == sorted(files), "the students' repository lacks what was committed"
+
+
+def test_module_table_counts_every_stretch() -> None:
+    """The README's module table names each lab's stretch exercises as the rubric marks them (issue 35), and
+    no README says the fault demo resumes (it has no checkpoint: torchrun reruns it from step 0)."""
+    from autograder.config import CourseConfig
+    from autograder.rubrics import load_rubric
+
+    cfg = CourseConfig()
+    rows = {
+        m.group(1): line
+        for line in READMES["course"].read_text().splitlines()
+        if (m := re.match(r"\| `(lab\d\d)` ", line))
+    }
+    wrong = []
+    for lab in (lab for lab in cfg.lab_ids() if lab.startswith("lab")):
+        n = sum(ex.stretch for ex in load_rubric(cfg.rubric / f"{lab}.yaml").exercises)
+        row = rows.get(lab, "")
+        said = re.search(r"\+ (\d) stretches", row)
+        count = int(said.group(1)) if said else (1 if "stretch" in row else 0)
+        if count != n:
+            wrong.append(f"{lab}: rubric {n} stretch(es), README row says {count}: {row}")
+    assert not wrong, "\n".join(wrong)
+    for doc in READMES.values():
+        assert "the job resumes" not in doc.read_text(), f"{doc}: the fault demo reruns from step 0"

@@ -180,6 +180,7 @@ def test_lab03_zero1_hint_runs(lab03_env: Path, no_surviving_children: None) -> 
     for name, r in req.items():
         assert r["max_diff"]["torch.float32"] <= 1e-4 and r["frozen_unchanged"] and r["resume_diff"] == 0, \
             f"the zero1 hint with {name}: {r}"
+        assert r["rank_use"]["vs_ddp"] <= 1e-6, f"the zero1 hint with {name}, rank use: {r['rank_use']}"
 
 
 def test_lab03_zero2_hint_runs(lab03_env: Path, no_surviving_children: None) -> None:

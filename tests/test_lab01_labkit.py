@@ -142,6 +142,29 @@ def test_tp_harness_reference_matches_dense_and_torch(no_surviving_children):
         assert lab01.count_in_window(res.trace, r, out["window"]) == 2
         assert "7" in out["refusals"]["column"] and "5" in out["refusals"]["row"]
         assert out["dense_moved"] == 0.0, out
+        assert max(out["after_step"].values()) < 1e-5, out
+
+
+class _SplitBiasRow(_Row):
+    """Issue 34 class 2: bias / N on every rank, added inside the all-reduce: the dense forward and gradients,
+    but every copy moves by the full gradient at a step."""
+
+    def __init__(self, dense: nn.Linear) -> None:
+        super().__init__(dense)
+        self.bias = nn.Parameter(dense.bias.detach().clone() / dist.get_world_size())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _G.apply(nn.functional.linear(x, self.weight) + self.bias)
+
+
+def test_tp_harness_sees_a_split_row_bias_only_after_a_step(no_surviving_children):
+    res = launch(lab01.compare_rank, world_size=2, args=(_Col, _SplitBiasRow, 8, 16), timeout=60)
+    for out in res:
+        before = {k: v for k, v in out["vs_torch"].items() if "after" not in k}
+        assert out["output"] < 1e-5 and max(out["grads"].values()) < 1e-5 and max(before.values()) < 1e-5, out
+        assert out["after_step"]["row.bias"] > 1e-3 and out["after_step"]["output"] > 1e-3, out
+        assert out["vs_torch"]["row.bias after an SGD step"] > 1e-3, out
+        assert out["after_step"]["column.weight"] < 1e-5, out
 
 
 class _ViewCol(_Col):

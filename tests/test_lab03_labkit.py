@@ -41,11 +41,22 @@ class TorchZero(torch.optim.Optimizer):
         self.optimizer = self.zero.optim
 
     def step(self, closure=None) -> None:  # noqa: ANN001
-        for p in self.zero._all_params:
-            if p.grad is not None:
-                dist.all_reduce(p.grad)
-                p.grad.div_(dist.get_world_size())
+        _average_used(self.zero._all_params)
         self.zero.step()
+
+
+def _average_used(params) -> None:  # noqa: ANN001
+    """DDP(find_unused_parameters=True)'s rule: a parameter with a gradient on any rank gets the average over
+    all ranks (zeros where unused); one with none anywhere keeps ``grad = None``."""
+    params = list(params)
+    used = torch.tensor([p.grad is not None for p in params], dtype=torch.int32)
+    dist.all_reduce(used)
+    for p, n in zip(params, used.tolist(), strict=True):
+        if n:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad)
+            p.grad.div_(dist.get_world_size())
 
 
 def test_model_is_uneven_and_policies_name_real_modules():
@@ -80,6 +91,39 @@ def test_flat_views_free_and_refill():
     assert out[0].tolist() == [5, 6] and out[1].tolist() == [7]
     with pytest.raises(ValueError, match="cannot pad 3 elements down to 2"):
         lab03.flatten([torch.ones(3)], 2)
+
+
+def test_backward_on_freed_parameters_names_the_unit_and_the_hook():
+    # issue 33: a ZeRO-3 unit freed after forward and never gathered before backward ends in torch's
+    # "setStorage: ... out of bounds for storage of size 0"; the harness's guard names the unit and the hook
+    import torch.nn.functional as F
+
+    from course_dist.labkit.lab03.guards import backward_or_explain
+
+    class Unit:  # the one thing the guard reads: the unit's parameters (views of a flat buffer)
+        def __init__(self, params):  # noqa: ANN001
+            self.params = params
+            self.full = lab03.flatten([p.detach() for p in params])
+            lab03.view_params(params, self.full)
+
+    x, y = lab03.local_batch(0, 4, 1, 0, 0, "tiny")
+    for name in ["blocks.1", ""]:
+        model = lab03.make_model(size="tiny")
+        mine = [p for n, p in model.named_parameters() if n.startswith(name)] if name else \
+            list(model.parameters())
+        unit = Unit(mine)
+        loss = F.cross_entropy(model(x), y)
+        lab03.free_storage(unit.full)  # freed after forward, no gather before backward
+        with pytest.raises(RuntimeError) as err:
+            backward_or_explain(loss, model, [unit], [name])
+        want = f"unit '{name}'" if name else "the root unit"
+        msg = str(err.value)
+        assert want in msg and "still sharded at backward" in msg and "pre-backward hook" in msg, msg
+    model = lab03.make_model(size="tiny")
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):  # other errors pass
+        backward_or_explain(loss, model, [], [])
 
 
 def test_flat_slice_copies_only_the_overlap():
@@ -143,6 +187,11 @@ def test_traffic_ring_bytes_from_a_trace():
     assert got == pytest.approx(want), (got, want)
     table = lab03.fit_table(fits).set_index("collective")
     assert table.loc["all_gather", "bus_GB_per_s"] == pytest.approx(1.0), table
+    # issue 33: a noisy small size above the largest gives a slope <= 0: no bandwidth (NaN, a note), never inf
+    noisy = pd.DataFrame([{"collective": "all_reduce", "bytes": s, "time_s": t}
+                          for s, t in [(1024, 4e-4), (2**14, 1.5e-4), (2**18, 2.6e-4)]])
+    row = lab03.fit_table(lab03.fit_bus(noisy, world=2)).iloc[0]
+    assert pd.isna(row["bus_GB_per_s"]) and "not resolved" in row["note"], row.to_dict()
 
 
 def test_harnesses_with_torchs_own_implementations(no_surviving_children):
@@ -156,6 +205,9 @@ def test_harnesses_with_torchs_own_implementations(no_surviving_children):
     z, f = res[0]
     single = lab03.train_single(steps=3, grads=True)
     assert lab03.max_abs_diff(z["yours"]["params"], z["torch"]["params"]) == 0
+    for name, u in z["rank_use"].items():  # parameters used on some ranks only: torch's ZeRO-1 is DDP's rule
+        assert u["vs_ddp"] < 1e-6 and u["ddp_vs_zro"] == 0, (name, u)
+        assert u["change"]["first_only.weight"][1] > 0.01, (name, u["change"])  # DDP moves it
     assert lab03.max_abs_diff(z["ddp"]["params"], single["params"]) < 1e-4
     full = z["ddp"]["optimizer_bytes"]
     assert 0.3 * full < res[1][0]["yours"]["optimizer_bytes"] < 0.7 * full, "torch's ZeRO-1 shards the state"
@@ -196,6 +248,13 @@ def test_checkpoint_saved_at_world_2_loads_at_world_1(tmp_path, no_surviving_chi
     resumed = launch(lab03.ckpt_resume, world_size=1, args=(torch_fsdp2, load, path, 2), timeout=120)
     assert resumed[0]["error"] is None
     assert lab03.max_abs_diff(resumed[0]["params"], saved[0]["params"]) < 1e-5
+    # a scheduler halves the learning rate every step: set_state_dict restores what dcp.load cannot (issue 34)
+    assert resumed[0]["lr"] == saved[0]["lr"] == lab03.LR * 0.25, (resumed[0]["lr"], saved[0]["lr"])
+    # the same loader (no shape check) into a wider model: DCP's CheckpointException, explained (issue 33)
+    wide = launch(lab03.ckpt_resume, world_size=1, args=(torch_fsdp2, load, path, 2), kwargs={"size": "wide"},
+                  timeout=120)[0]
+    assert wide["error"] is None and "compare the checkpoint's shapes" in wide["dcp_error"], wide
+    assert "blocks.0.fc1.weight" in wide["dcp_error"], wide["dcp_error"]
 
 
 def _reduce_scatter_under_ledger() -> tuple[int, int]:
@@ -271,11 +330,7 @@ class TorchZeroMixed(TorchZero):
         if self.zero is not None:
             super().step(closure)
             return
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p.grad is not None:
-                    dist.all_reduce(p.grad)
-                    p.grad.div_(dist.get_world_size())
+        _average_used([p for g in self.param_groups for p in g["params"]])
         self.optimizer.step()
 
 
@@ -298,9 +353,14 @@ def test_prefetch_observed_in_fsdp2s_own_order(no_surviving_children):
     assert implicit["backward"] == [[0]] + [[i - 1, i] for i in range(1, blocks)], implicit["backward"]
     ahead = [[i, i + 1] for i in range(blocks - 1)] + [[blocks - 1]]  # depth 1: the next block too
     assert explicit["forward"] == ahead, explicit["forward"]
+    # FSDP2's own record of the prefetches: implicit one behind in backward, depth 1 one ahead in forward too
+    assert implicit["prefetched"] == {"forward": [[]] * blocks,
+                                      "backward": [[]] + [[i - 1] for i in range(1, blocks)]}, implicit
+    assert explicit["prefetched"]["forward"] == [[i + 1] for i in range(blocks - 1)] + [[]], explicit
     for run in (implicit, explicit):
         for kind in ("forward", "backward"):
             assert run[kind] == lab03.want_gathered(run["order"], run["depth"], kind), (run["depth"], kind)
+            assert run["prefetched"][kind] == lab03.want_prefetched(run["order"], run["depth"], kind), run
         counts = [lab03.collective_counts(res.trace, 0, 2, r["window"]) for r in (implicit, explicit)]
         assert counts[0] == counts[1], counts
     assert lab03.max_abs_diff(explicit["params"], implicit["params"]) == 0
@@ -312,6 +372,22 @@ def test_prefetch_observed_in_fsdp2s_own_order(no_surviving_children):
     assert table["extra live in backward / block bytes"].iloc[1] == pytest.approx(0.0, abs=0.05), table
     assert (table["all_gather_s_per_step (exposed)"] > 0).all(), table
     assert (table["block_all_gather_s (trace)"] > 0).all(), table
+
+
+def test_prefetch_records_read_in_issue_order():
+    records = ["FSDP::root_pre_forward", "FSDP::pre_forward", "FSDP::pre_forward (blocks.0)",
+               "FSDP::all_gather (blocks.0)", "FSDP::forward_prefetch for blocks.1",
+               "FSDP::forward_prefetch for blocks.2", "FSDP::pre_backward",
+               "FSDP::backward_prefetch for blocks.2",
+               "FSDP::pre_backward (blocks.2)", "FSDP::backward_prefetch for blocks.0",
+               "FSDP::backward_prefetch for blocks.1", "FSDP::pre_backward (blocks.1)"]
+    got = lab03.prefetched(records, 3)  # the root's own prefetch (of blocks.2) is not a block's
+    assert got == {"forward": [[1, 2], [], []], "backward": [[], [], [0, 1]]}, got
+    order = ["blocks.0", "blocks.1", "blocks.2", ""]
+    assert lab03.want_prefetched(order, 2, "backward") == [[], [0], [1, 0]]  # nearest first
+    assert lab03.want_prefetched(order, 3, "forward") == [[1, 2], [2], []]
+    assert lab03.want_prefetched(order, None, "forward") == [[], [], []]
+    assert lab03.want_prefetched(order, None, "backward") == [[], [0], [1]]
 
 
 def _recipe_step(params, master, optimizer, reduce_dtype):  # noqa: ANN001, ANN202

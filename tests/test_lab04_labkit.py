@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import torch
 
@@ -257,11 +256,53 @@ def test_stream_drill_flags_a_non_elastic_sampler_and_combos_are_seeded():
     assert a == b and all(0 <= c < n and 1 <= bs <= n for n, bs, _, c, _, _ in a), a
 
 
-def test_recovery_from_log_recomputes_time_and_lost_work():
-    prog = pd.DataFrame({"attempt": [0, 0, 0, 0, 0, 1, 1], "step": [1, 2, 3, 4, 5, 4, 5],
-                         "time": [1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 8.0]})
-    got = lab04.recovery_from_log(prog)
-    assert got == {"recovery_s": [2.5], "lost_steps": [2]}, got
+def test_the_recovery_oracle_lives_with_the_judge_not_in_the_students_package():
+    # issue 33: lab04.recovery_from_log computed exercise 4's answer inside the student's own package
+    assert not hasattr(lab04, "recovery_from_log") and not hasattr(lab04.recovery, "recovery_from_log")
+    log = {"attempt": [0, 0, 0, 0, 0, 1, 1], "step": [1, 2, 3, 4, 5, 4, 5],
+           "time": [1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 8.0]}
+    assert judge.recovery_from_log(log) == {"recovery_s": [2.5], "lost_steps": [2]}
+
+
+def _rank0_only_save(cfg, root):
+    tr = lab04.Trainer(cfg)
+    while tr.step < 4:
+        tr.train_step()
+        if tr.rank == 0 and tr.step % 2 == 0:
+            lab04.simple_save(root, tr, wait_s=2.0)
+    return tr.step
+
+
+def test_simple_save_on_rank_0_only_fails_fast_naming_the_missing_rank(tmp_path):
+    # issue 33: it ended in a barrier that waited out the launcher's 60 s timeout, three times
+    import course_dist
+
+    cfg = lab04.Config(stateless_rng=True)
+    with pytest.raises(course_dist.RankError) as err:
+        course_dist.launch(_rank0_only_save, 2, args=(cfg, str(tmp_path)), timeout=45, stream=False)
+    msg = str(err.value).splitlines()[0]
+    assert err.value.rank == 0 and "rank(s) [1] did not call simple_save" in msg, msg
+    assert "Every rank must call simple_save" in msg, msg
+    assert "every" in lab04.simple_save.__doc__.lower(), lab04.simple_save.__doc__
+
+
+def test_prune_keeps_the_newest_complete_and_never_a_newer_or_incomplete_one(tmp_path):
+    for s in (1, 2, 3):
+        d = tmp_path / lab04.step_dir_name(s)
+        d.mkdir()
+        data = f"step {s}".encode()
+        (d / "a.pt").write_bytes(data)
+        (d / lab04.MANIFEST).write_text(json.dumps(
+            {"step": s, "files": {"a.pt": {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}}}))
+    (tmp_path / lab04.step_dir_name(0)).mkdir()  # incomplete: never retired
+    (tmp_path / lab04.step_dir_name(9)).mkdir()  # newer (broken): never retired
+    (tmp_path / f".trash-{lab04.step_dir_name(1)}").mkdir()  # debris of an earlier crashed delete
+    assert lab04.prune(tmp_path, tmp_path / lab04.step_dir_name(3), keep=2) == [lab04.step_dir_name(1)]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [lab04.step_dir_name(s) for s in (0, 2, 3, 9)], left
+    (tmp_path / lab04.step_dir_name(3) / "a.pt").write_bytes(b"step 9")  # same size, other bytes
+    assert lab04.verify_dir(tmp_path / lab04.step_dir_name(3), deep=False) is None
+    assert "sha256" in lab04.verify_dir(tmp_path / lab04.step_dir_name(3))
 
 
 def test_simulator_matches_hand_computed_cases():
@@ -289,9 +330,13 @@ def test_judge_same_global_batches_accepts_any_fair_deal_and_names_what_is_wrong
 
 
 def test_judge_recovery_and_card_rules():
-    judge.recovery_matches_log({"reported": [1.25], "log": [1.25]}, {"log": [0.9]})
+    log = {"attempt": [0, 0, 1], "step": [1, 2, 2], "time": [1.0, 2.0, 3.25]}
+    ref = {"log": {"attempt": [0, 1], "step": [1, 1], "time": [0.0, 0.9]}}
+    judge.recovery_matches_log({"reported": [1.25], "log": log}, ref)
     with pytest.raises(AssertionError, match=r"reported recovery 3.0000 s, progress.log says 1.2500 s"):
-        judge.recovery_matches_log({"reported": [3.0], "log": [1.25]}, {"log": [0.9]})
+        judge.recovery_matches_log({"reported": [3.0], "log": log}, ref)
+    with pytest.raises(AssertionError, match=r"reported 0 recovery times"):
+        judge.recovery_matches_log({"reported": [], "log": log}, ref)
     raw = {"step_s": 0.01, "save_s": 0.02, "every": 50.0, "recovery_s": 1.5, "bytes_per_rank": 3e6}
     lim = {"unit": "u", "note": ""}
     card = {"lab": "lab04", "justification": "word " * 30,

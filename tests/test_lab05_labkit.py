@@ -32,11 +32,22 @@ def _diagnose(err: LaunchTimeout) -> dict:
 
 @pytest.mark.usefixtures("no_surviving_children")
 def test_planted_hangs_end_as_timeouts_with_their_truth():
-    cases = [("extra_collective", 2), ("uneven_epoch", 0), ("ddp_unused", 1)]
+    cases = [("extra_collective", 2), ("uneven_epoch", 0), ("ddp_unused", 1), ("async_extra", 0),
+             ("ddp_uneven", 2)]
     errs = lab05.plant(cases, timeout=3.0)
     for (case, culprit), err in zip(cases, errs, strict=True):
         assert isinstance(err, LaunchTimeout), f"{case}: expected a LaunchTimeout, got {err!r}"
         assert _diagnose(err) == lab05.truth(case, culprit), f"{case}: {_diagnose(err)} vs truth"
+    # the two cases that separate "which frame, which call" (issue 34): where the culprit is now is not its
+    # divergent call (async_extra), and the outermost user frame is not the innermost (ddp_uneven)
+    moved, nested = errs[3], errs[4]
+    line = lab05.truth("async_extra", 0)["line"]
+    now = lab05.user_frames(moved.stacks[0])[0].line
+    last = int(moved.last_collective[0]["site"].rsplit(":", 1)[1])
+    assert now != line and last != line, f"async_extra: stack {now}, last collective {last}, planted {line}"
+    frames = lab05.user_frames(nested.stacks[2])
+    want = lab05.truth("ddp_uneven", 2)["line"]
+    assert len(frames) >= 2 and frames[0].line == want != frames[-1].line, f"ddp_uneven: {frames} vs {want}"
 
 
 @pytest.mark.usefixtures("no_surviving_children")
@@ -248,7 +259,7 @@ def test_fr_dumps_run_cases_at_once_and_read_their_culprit():
     """Stretch B's set-up: two planted hangs under the flight recorder at once; the plain entries carry
     what the exercise reads; ``fr_truth`` names the planted culprit, op and line, and the dumps' (group,
     seq)."""
-    cases = [("shape_mismatch", 1), ("ddp_unused", 2)]
+    cases = [("shape_mismatch", 1), ("ddp_unused", 2), ("async_extra", 0)]
     dumps = lab05.fr_dumps(cases, pg_timeout=2.0)
     assert [(d["case"], d["culprit"]) for d in dumps] == cases
     for d in dumps:
@@ -263,6 +274,15 @@ def test_fr_dumps_run_cases_at_once_and_read_their_culprit():
         assert hit["op"] == want["op"], (hit, want)
     assert dumps[0]["entries"][1][-1]["sizes"] != dumps[0]["entries"][0][-1]["sizes"], "shape mismatch: sizes"
     assert lab05.fr_truth("ddp_unused", 2, dumps[1]["dir"])["op"] == "all_reduce"  # DDP's bucket, recorded
+    # async_extra: the culprit's divergent entry is not its last one, and its frames in hangs.py are two (the
+    # logging helper's line innermost, then the case's call of it): both rules of Stretch B are separated
+    d = dumps[2]
+    want = lab05.fr_truth("async_extra", 0, d["dir"])
+    mine = d["entries"][0]
+    assert (mine[-1]["group"], mine[-1]["seq"]) != (want["group"], want["seq"]), mine[-1]
+    hit = next(e for e in mine if (e["group"], e["seq"]) == (want["group"], want["seq"]))
+    lines = [f["line"] for f in hit["frames"] if f["file"].endswith("hangs.py")]
+    assert len(lines) == 2 and lines[0] == want["line"] != lines[-1], (lines, want)
 
 
 def test_near_holds_a_card_field_to_its_own_measurement():

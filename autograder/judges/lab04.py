@@ -4,7 +4,8 @@
   ranks together hold exactly that batch (the reference's shares, as a multiset), sizes within one, and every
   rank has the same number of batches.
 - :func:`recovery_matches_log` - recovery times are wall-clock numbers of *this* run: the student's
-  reported values must equal what their own ``progress.log`` says (recomputed by the lab's harness), not the
+  reported values must equal what their own ``progress.log`` says, recomputed here from the log's raw rows
+  (:func:`recovery_from_log`, the oracle: it lives with the judge, not in the student's package), not the
   reference's.
 - :func:`card` - the solution card against the student's *own* raw measurements: the measured limits are
   recomputed here from the raw numbers (so a tampered ``measured`` dict cannot help), then ``common.card``.
@@ -48,12 +49,32 @@ def same_global_batches(student_value: Any, reference_value: Any) -> None:
         assert max(sizes) - min(sizes) <= 1, f"global batch {j} split unevenly: {sizes} samples per rank"
 
 
+def recovery_from_log(log: dict[str, list]) -> dict[str, list]:
+    """Per restart, from progress.log's raw columns ``{"attempt", "step", "time"}``: ``recovery_s`` (the first
+    step completed by the next attempt minus the last step completed by the failed one) and ``lost_steps``
+    (steps the failed attempt completed beyond the step the next attempt resumed from: its first step - 1)."""
+    rows = list(zip(log["attempt"], log["step"], log["time"], strict=True))
+    attempts = sorted({int(a) for a, _, _ in rows})
+    recovery, lost = [], []
+    for a, nxt in zip(attempts, attempts[1:], strict=False):
+        failed = [(s, t) for x, s, t in rows if int(x) == a]
+        new = [(s, t) for x, s, t in rows if int(x) == nxt]
+        recovery.append(float(min(t for _, t in new) - max(t for _, t in failed)))
+        lost.append(int(max(s for s, _ in failed)) - (int(min(s for s, _ in new)) - 1))
+    return {"recovery_s": recovery, "lost_steps": lost}
+
+
 def recovery_matches_log(student_value: Any, reference_value: Any, *, atol: float = 1e-3) -> None:
-    """``{"reported": [...], "log": [...]}``: one positive recovery time per restart, equal to the log's."""
+    """``{"reported": [...], "log": {"attempt", "step", "time"}}``: one recovery time per restart, equal to
+    the one recomputed from the student's own raw progress.log rows; as many restarts as the reference's."""
     assert isinstance(student_value, dict), f"expected {{'reported', 'log'}}, got {_short(student_value)}"
-    rep, log = student_value.get("reported"), student_value.get("log")
-    n_ref = len(reference_value.get("log") or [])
-    assert isinstance(rep, list) and isinstance(log, list), f"reported {_short(rep)}, log {_short(log)}"
+    rep, raw = student_value.get("reported"), student_value.get("log")
+    assert isinstance(rep, list) and isinstance(raw, dict), f"reported {_short(rep)}, log {_short(raw)}"
+    try:
+        log = recovery_from_log(raw)["recovery_s"]
+        n_ref = len(recovery_from_log(reference_value["log"])["recovery_s"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AssertionError(f"progress.log rows unreadable ({exc}): {_short(raw)}") from None
     assert len(log) == n_ref, f"progress.log shows {len(log)} restarts, the reference run {n_ref}"
     assert len(rep) == len(log), (
         f"reported {len(rep)} recovery times {_short(rep)}, progress.log has {len(log)}")

@@ -11,8 +11,8 @@ One grading batch on the fixture lab (fixlab: add 30, square 30, allsum 30 auto 
   (a patched measuring helper) for a stub ``allsum``;
 * ``wrapper``: a right ``square`` whose answer cell wraps ``course_dist.launch`` with ``setattr`` so the
   stub ``allsum`` looks right (a wrapped drill): every later exercise is withheld for review;
-* ``mirror``: the notebook is a symlink to a classmate's; ``linker``: a symlink beside the notebook points at
-  the course's solutions - both refused before anything is copied;
+* ``mirror``: the notebook is a symlink to a classmate's: refused before anything is copied; ``linker``: a
+  symlink beside the notebook points at the course's solutions: never staged (only the notebook is), graded;
 * ``relabel``: the reference answers, with a test cell's nbgrader metadata edited (made an answer cell,
   grade id renamed) and an answer cell's metadata stripped: restored from the release, graded in full;
 * ``dies_late``: right ``add`` and ``square``, then an allsum answer cell that kills the kernel: the cells
@@ -160,13 +160,21 @@ def test_forgery_earns_nothing(forged, student, status, points, reason) -> None:
     assert reason in row["reason"], f"{student}: expected {reason!r} in the reason, got {row['reason']!r}"
 
 
-@pytest.mark.parametrize(("student", "what"), [("mirror", "mirror/fixlab/fixlab.ipynb"), ("linker", "notes")])
-def test_links_refused_before_copying(forged, student, what) -> None:  # noqa: ANN001
+def test_linked_notebook_refused_before_copying(forged) -> None:  # noqa: ANN001
     cfg, df = forged
-    row = df.loc[student]
+    row = df.loc["mirror"]
     assert (row["status"], row["score"]) == ("error", 0), row.to_dict()
-    assert "symbolic link" in row["reason"] and what in row["reason"], row["reason"]
-    assert not (cfg.nbgrader_root / "autograded" / student).exists(), "a refused folder was copied"
+    assert "symbolic link" in row["reason"] and "mirror/fixlab/fixlab.ipynb" in row["reason"], row["reason"]
+    assert not (cfg.nbgrader_root / "autograded" / "mirror").exists(), "a refused folder was copied"
+
+
+def test_link_beside_the_notebook_is_never_staged(forged) -> None:  # noqa: ANN001
+    """Issue 32: only the notebook is staged: a link beside it is left out (with a note), never followed."""
+    cfg, df = forged
+    row = df.loc["linker"]
+    assert (row["status"], _points(row)) == ("ok", (30, 30, 30)), row.to_dict()
+    for stage in ("submitted", "autograded", "feedback"):
+        assert not (cfg.nbgrader_root / stage / "linker" / LAB / "notes").exists(), f"the link is in {stage}/"
 
 
 def test_notes_say_what_was_left_out(forged) -> None:  # noqa: ANN001

@@ -5,6 +5,7 @@ that wrap long messages and name every comment, score plots with whole-student t
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -69,6 +70,32 @@ def test_lab_plot_counts_students_in_whole_numbers() -> None:
     assert counted == 2, (
         f"{counted} students in the histogram, expected 2 (105 points: extra credit above 100)"
     )
+
+
+def test_summary_keeps_auto_and_written_points_apart() -> None:
+    """Issue 35: an exercise's hand-given points never read as more than its points: the summary names the
+    auto and written maxima apart and every share is of their sum."""
+    from autograder.plots import lab_figure, lab_summary
+
+    cfg = CourseConfig(root=Path(__file__).parent / "fixtures" / "course")
+    df = pd.DataFrame(
+        {
+            "student": ["a", "b"],
+            "lab": [LAB, LAB],
+            "score": [100.0, 90.0],
+            "max_score": [100.0] * 2,
+            "add": [30.0, 30.0],
+            "square": [30.0, 30.0],
+            "allsum": [30.0, 30.0],
+            "explain": [10.0, 0.0],
+            "status": ["ok"] * 2,
+        }
+    )
+    _, table = lab_summary(cfg, df, LAB)
+    got = table.set_index("exercise").loc["explain", ["auto points", "written points", "mean", "100%"]]
+    assert got.tolist() == [0, 10, 5.0, 1], f"explain's summary {got.to_dict()}"
+    shares = [bar.get_width() for bar in lab_figure(cfg, df, LAB).axes[1].patches]
+    assert shares and max(shares) <= 1.0, f"shares {shares}: an exercise above its points"
 
 
 @pytest.mark.parametrize("cmd", ["manual", "export"])
@@ -168,6 +195,29 @@ def test_formgrader_config_points_at_the_course_gradebook(graded) -> None:  # no
     assert c.Autograde.autograde_preprocessors == [RefuseAutograde], c.Autograde.autograde_preprocessors
     with pytest.raises(RuntimeError, match="python -m autograder grade"):
         RefuseAutograde().preprocess(None, {})
+    text = (cfg.nbgrader_root / "nbgrader_config.py").read_text()
+    assert "--allow-root" in text and "/formgrader" in text, (
+        "the config must say how to start formgrader as root"
+    )
+
+
+def test_formgrader_lists_the_graded_submissions(graded) -> None:  # noqa: ANN001
+    """formgrader's front page counts a lab's submissions from its submitted folder: every graded (ok)
+    submission is counted, not 0 (issue 35)."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.merge import read_csv
+
+    cfg, _ = graded
+    c = PyFileConfigLoader("nbgrader_config.py", path=str(cfg.nbgrader_root)).load_config()
+    api = NbGraderAPI(CourseDirectory(config=c), config=c)
+    rows = read_csv(cfg.build / "grades.csv")
+    ok = set(rows[rows["status"] == "ok"]["student"])
+    got = api.get_submitted_students(LAB)
+    assert got == ok, f"formgrader lists {sorted(got)}, expected the graded submissions {sorted(ok)}"
+    assert api.get_assignment(LAB)["num_submissions"] == len(ok), api.get_assignment(LAB)
 
 
 def test_template_lists_each_pending_written_answer_with_its_text(graded, tmp_path: Path) -> None:  # noqa: ANN001
@@ -178,6 +228,11 @@ def test_template_lists_each_pending_written_answer_with_its_text(graded, tmp_pa
     # bob's answer is the untouched stub (nbgrader scores it 0, nothing to grade); carol and dan: no notebook
     assert [(r["student"], r["grade_id"], r["max_points"]) for r in rows] == [("alice", "explain", 10)], rows
     assert ANSWER in rows[0]["answer"] and rows[0]["points"] == "", rows[0]
+    # the TA's mark scheme beside the answer: the rubric's criteria (and where they are), the model answer
+    criteria = rows[0]["criteria"]
+    assert "says the reduced value is delivered to every rank" in criteria, criteria
+    assert "rubric autograder/rubric/fixlab.yaml" in criteria and "exercise explain" in criteria, criteria
+    assert ANSWER in rows[0]["model_answer"], rows[0]["model_answer"]
 
 
 def test_bad_rows_are_refused_by_name_and_nothing_is_written(graded, tmp_path: Path, capsys) -> None:  # noqa: ANN001
@@ -251,9 +306,14 @@ def test_export_folds_the_hand_grade_into_grades_csv_and_feedback(graded, tmp_pa
     assert "<h4>fixlab (Score: 97.5 / 100.0)</h4>" in page, [ln for ln in page.splitlines() if "<h4>" in ln]
     assert "(Score: 7.5 / 10.0)" in page and "says nothing of why every rank agrees" in page
     assert "pending manual grading" not in page
-    assert (cfg.nbgrader_root / "feedback" / "alice" / LAB / "grading.json").exists(), (
-        "export lost grading.json"
+    notes = json.loads((cfg.nbgrader_root / "feedback" / "alice" / LAB / "grading.json").read_text())
+    assert (notes["row"]["score"], notes["cells"]["explain"]["score"]) == (97.5, 7.5), (
+        f"export left grading.json at {notes['row']['score']} (explain {notes['cells']['explain']}), "
+        "expected 97.5 (explain 7.5)"
     )
+    summary = (cfg.build / "grades.summary.md").read_text()
+    line = next(ln for ln in summary.splitlines() if ln.startswith("| explain"))
+    assert line.startswith("| explain | 0 | 10 | "), f"explain's summary line {line!r}: 0 auto, 10 written"
 
     first = csv.read_bytes()
     assert _cli(cfg, "export", "--no-feedback") == 0
@@ -276,9 +336,12 @@ def test_grade_student_regrades_only_that_student_and_keeps_hand_grades(graded, 
     assert list(df["student"]) == ["alice"] and list(df["status"]) == ["ok"], df
     again = {s: _stamp(cfg, s) != stamps[s] for s in stamps}
     assert again == {"alice": True, "bob": False, "carol": False, "dan": False}, f"regraded: {again}"
-    # the hand-given score survives the regrade, flagged for review as nbgrader's own autograde does
+    # the hand-given score survives the regrade of the same answer, still graded (issue 35)
     auto, manual, _, review = _gradebook_state(cfg)[("alice", LAB, "explain", "grade")]
-    assert (manual, review) == (7.5, True), f"alice's explain after regrade: manual {manual}, review {review}"
+    assert (manual, review) == (7.5, False), (
+        f"alice's explain after regrade: manual {manual}, review {review}"
+    )
+    assert (df.loc[0, "score"], df.loc[0, "needs_manual"]) == (97.5, 0), df
 
 
 def test_rerun_regrades_missing_and_error_rows_and_keeps_ok_rows(graded) -> None:  # noqa: ANN001
@@ -301,3 +364,75 @@ def test_rerun_regrades_missing_and_error_rows_and_keeps_ok_rows(graded) -> None
     assert after.loc[["carol", "dan"], "score"].tolist() == [90, 90], after[["score", "reason"]]
     kept = ["alice", "bob"]
     assert after.loc[kept].equals(before.loc[kept]), (before.loc[kept], after.loc[kept])
+
+
+def test_hand_points_survive_every_regrade_order(graded, tmp_path: Path) -> None:  # noqa: ANN001
+    """Issue 35: a hand-given score holds, in grades.csv and the gradebook, through every order of export,
+    grade --student, a plain rerun, --clear-review, --force and merge; only a changed written answer puts it
+    back in the to-grade list (its previous points shown), and the next import + export settles it."""
+    import nbformat
+
+    from autograder.grade import grade
+    from autograder.merge import read_csv
+
+    cfg, subs = graded
+    csv = cfg.build / "grades.csv"
+
+    def alice() -> tuple:
+        row = read_csv(csv).set_index("student").loc["alice"]
+        _, manual, _, review = _gradebook_state(cfg)[("alice", LAB, "explain", "grade")]
+        return (float(row["score"]), float(row["explain"]), float(row["needs_manual"]), manual, review)
+
+    def regrade(**kw) -> None:  # noqa: ANN003
+        grade(cfg, subs, progress=False, unsafe_no_sandbox=True, **kw)
+
+    def merge_stale_shard() -> int:
+        """A shard graded from a gradebook copy older than the hand grading: its row lacks the points."""
+        shard = tmp_path / "shards" / "0-of-1"
+        shard.mkdir(parents=True, exist_ok=True)
+        rows = read_csv(csv)
+        at = rows["student"] == "alice"
+        rows.loc[at, ["score", "explain", "needs_manual"]] = [90.0, 0.0, 10.0]
+        rows.to_csv(shard / "grades.csv", index=False)
+        shutil.copy2(csv.with_name("grades.run.json"), shard / "grades.run.json")
+        shutil.copy2(cfg.gradebook, shard / "gradebook.db")
+        return _cli(cfg, "merge", str(shard))
+
+    _import_alice(cfg, tmp_path)
+    final = (97.5, 7.5, 0.0, 7.5, False)  # score, explain, needs_manual, gradebook manual score, flagged
+    steps = [
+        ("export", lambda: _cli(cfg, "export", "--no-feedback")),
+        ("grade --student alice", lambda: regrade(students=["alice"])),
+        ("grade (rerun: alice kept)", lambda: regrade()),
+        ("export", lambda: _cli(cfg, "export", "--no-feedback")),
+        ("grade --clear-review alice", lambda: regrade(students=["alice"], cleared=("alice",))),
+        ("grade --force", lambda: regrade(force=True)),
+        ("merge of a shard that predates the hand grading", merge_stale_shard),
+        ("export", lambda: _cli(cfg, "export", "--no-feedback")),
+    ]
+    done = ["manual import"]
+    for name, step in steps:
+        step()
+        done.append(name)
+        assert alice() == final, f"after {' -> '.join(done)}: alice {alice()}, expected {final}"
+
+    # a changed written answer: its old points are kept but no longer count; the template shows them
+    path = subs / "alice" / LAB / f"{LAB}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "explain")
+    cell.source += "\n\nEdited after the deadline: a longer answer."
+    nbformat.write(nb, path)
+    regrade(students=["alice"])
+    changed = (90.0, 0.0, 10.0, 7.5, True)
+    assert alice() == changed, f"after alice's answer changed: {alice()}, expected {changed}"
+    todo = tmp_path / "todo.csv"
+    assert _cli(cfg, "manual", "--template", str(todo)) == 0
+    rows = pd.read_csv(todo, keep_default_na=False).to_dict("records")
+    got = [(r["grade_id"], str(r["points"])) for r in rows if r["student"] == "alice"]
+    assert got == [("explain", "7.5")], f"alice's to grade again: {got}, expected her explain at 7.5"
+    assert "Edited after the deadline" in rows[0]["answer"], rows[0]["answer"]
+    assert _cli(cfg, "export", "--no-feedback") == 0
+    assert alice() == changed, f"export counted a changed answer's old points: {alice()}"
+    todo.write_text(f"student,lab,grade_id,points,comment\nalice,{LAB},explain,9,\n")
+    assert _cli(cfg, "manual", str(todo)) == 0 and _cli(cfg, "export", "--no-feedback") == 0
+    assert alice() == (99.0, 9.0, 0.0, 9.0, False), f"after grading the new answer: {alice()}"

@@ -693,10 +693,12 @@ def _frame(local: dict, wait: dict) -> pd.DataFrame:
 
 
 # rank 0 as the slow one, waiting a little itself (only the *other* ranks' wait counts); then one planted 0.5 s
-# pause on rank 0: its mean local time (not its median) is the largest
+# pause on rank 0: its mean local time (not its median) is the largest; then one 0.2 s spike on rank 1, whose
+# mean stays below rank 0's (the largest single step is not the straggler)
 _cases = {
     "rank 0 slow, it waited 0.01 s/step itself": (_frame({0: [0.1] * 5, 1: [0.05] * 5}, {0: [0.01] * 5, 1: [0.05] * 5}), 0, 0.25),
     "rank 0 one 0.5 s pause (mean 0.132 > 0.06)": (_frame({0: [0.04] * 4 + [0.5], 1: [0.06] * 5}, {0: [0.02] * 4 + [0.0], 1: [0.0] * 4 + [0.46]}), 0, 0.46),
+    "rank 1 one 0.2 s spike (mean 0.08 < 0.1)": (_frame({0: [0.1] * 5, 1: [0.05] * 4 + [0.2]}, {0: [0.0] * 4 + [0.1], 1: [0.05] * 4 + [0.0]}), 0, 0.2),
 }
 _got_cases = {k: (hw.straggler_report(f, skip=0)["slowest_rank"], round(hw.straggler_report(f, skip=0)["waited_s"], 9))
               for k, (f, _, _) in _cases.items()}

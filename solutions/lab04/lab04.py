@@ -71,7 +71,8 @@ pd.set_option("display.precision", 4)
 # The lab's models are tiny: extra intra-op threads only add synchronisation (measured: 4 ms vs 130 ms per step on
 # a busy 2-core machine), and a single-threaded parent is also what makes forked checkpoint writers safe.
 torch.set_num_threads(1)
-WORK = Path(tempfile.mkdtemp(prefix="lab04-"))  # every checkpoint of this notebook lives here; removed at the end
+# every checkpoint of this notebook lives here (a folder your code sees too when graded); removed at the end
+WORK = Path(tempfile.mkdtemp(prefix="lab04-", dir=course_dist.scratch_dir()))
 CFG = lab04.Config()
 print("fast mode:", course_dist.fast_mode(), "| config", CFG.digest(), "| work dir", WORK)
 
@@ -153,6 +154,10 @@ def restore_state(tr: lab04.Trainer, state: dict[str, Any]) -> None:
 
 
 # %% nbgrader={"grade": true, "grade_id": "state_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
+from course_dist.student import on_student_side  # grading: a check holding your objects runs beside them
+
+
+@on_student_side
 def snapshot_check(k: int, m: int = 2) -> tuple[int, list[float], list[float]]:
     """Capture at step k, train one more step, restore the (serialised) capture into a fresh trainer and train
     m steps: (the step it restored, its losses, the uninterrupted run's losses of steps k+1..k+m)."""
@@ -167,6 +172,7 @@ def snapshot_check(k: int, m: int = 2) -> tuple[int, list[float], list[float]]:
     return step, [fresh.train_step() for _ in range(m)], lab04.uninterrupted(CFG, k + m).losses[k:]
 
 
+@on_student_side
 def config_check(cfg_other: lab04.Config) -> str:
     """restore_state of a CFG checkpoint into a trainer of ``cfg_other``: the ValueError's message."""
     other = lab04.Trainer(cfg_other)
@@ -248,7 +254,7 @@ ablation = pd.DataFrame([
 display(ablation)
 
 # %% [markdown]
-# ## Exercise 2 — Atomic, durable publication (24 points, ~30 min)
+# ## Exercise 2 — Atomic, durable publication (24 points, ~25 min)
 #
 # A save takes time; a crash (OOM kill, node loss, preemption) can land between any two bytes, and a **power
 # loss** throws away everything the kernel had not yet written to disk. The rule: **a reader sees a complete
@@ -257,7 +263,8 @@ display(ablation)
 # SIGKILL a real writer process before each of its operations (a `write` is cut in half first), and then cut the
 # power at each of those points too: `lab04.power_loss` keeps only what was fsynced (a file's data survives only
 # if the file was fsynced after its last write; a new name survives only if its directory was fsynced after it
-# was made). Requirements:
+# was made). Checking a checkpoint against its manifest and retention are given (`lab04.verify_dir`,
+# `lab04.retire`, `lab04.prune`): yours is the publication protocol and the loader. Requirements:
 #
 # 1. `durable_write(path, data)`: write `data` through a **Python file object**, `flush`, `os.fsync`; return
 #    `{"bytes": n, "sha256": hex}`. (`torch.save(obj, "path")` writes through torch's C++ writer: never fsynced,
@@ -265,26 +272,22 @@ display(ablation)
 #    yours covered. Serialise with `torch.save(obj, io.BytesIO())` or into the open file object.)
 # 2. `fsync_dir(path)`: `os.open` the directory read-only, `os.fsync` it, close it: makes its entries durable.
 # 3. `save_checkpoint(root, step, parts, *, keep=3)`:
-#    - `keep < 1` raises `ValueError` naming the value (the checkpoint just written is always kept);
+#    - `keep < 1` raises `ValueError` naming the value, before anything is written (`keep = 1` is legal: the
+#      checkpoint just written is always kept);
 #    - write each part as `<name>.pt` into `root/.tmp-step-XXXXXXXX` (8 digits; never into the final directory),
 #      each with `durable_write`; then `manifest.json` **last**: `{"step": s, "files": {"<name>.pt": {"bytes",
 #      "sha256"}}}`; `fsync_dir` the temporary directory;
 #    - `os.replace` it to `root/step-XXXXXXXX` and `fsync_dir(root)`; if that step exists already (a re-save after
-#      a restart), retire the old copy first;
+#      a restart), `lab04.retire(final)` the old copy first;
 #    - point `root/latest` at it: `durable_write` `.latest.tmp`, `os.replace` it onto `latest`, `fsync_dir(root)`;
-#    - **retention**: keep the newest `keep` complete checkpoints, the one just written included; delete only
-#      *complete* (`verify_checkpoint(d, deep=False)`) checkpoints *older* than the one just written - never a
-#      newer directory (after resuming past a broken newer checkpoint it is still there), never an incomplete one;
-#    - retire a directory by renaming it out of the `step-` namespace (`root/.trash-<name>`) and deleting that;
-#      a leftover `.trash-*` from an earlier crash must not make the rename fail.
-# 4. `verify_checkpoint(d, deep=True)`: `None` if `d`'s manifest lists files whose sizes (and, if `deep`, sha256)
-#    all match, else the reason (no manifest, unreadable manifest, a file missing, truncated, corrupted).
-#    Retention uses `deep=False`: re-hashing every old checkpoint at each save would cost more than the save.
-# 5. `load_checkpoint(root)`: walk `step-*` directories newest first (do not trust `latest`), return the first
-#    that verifies as `Loaded(step, path, parts, skipped)` with `skipped` mapping each newer directory name to
-#    the reason it was passed over; no complete checkpoint at all (or no `root`) raises `FileNotFoundError`.
+#    - only then **retention**: `lab04.prune(root, final, keep)` keeps the newest `keep` complete checkpoints.
+# 4. `load_checkpoint(root)`: walk `step-*` directories newest first (do not trust `latest`), return the first
+#    that verifies (`lab04.verify_dir(d)` is `None`; else it is the reason) as `Loaded(step, path, parts,
+#    skipped)` with `skipped` mapping each newer directory name to the reason it was passed over; no complete
+#    checkpoint at all (or no `root`) raises `FileNotFoundError`.
 #
-# The drills also damage published checkpoints (bit flip, truncation, lost or garbage manifest, lost file).
+# The drills also damage published checkpoints (bit flip, truncation, lost or garbage manifest, lost file), and
+# check retention (the newest `keep` stay, a re-saved step, `keep=0` refused).
 #
 # Stuck? `hint("lab04.atomic")`
 
@@ -309,32 +312,11 @@ def fsync_dir(path: Path) -> None:
     ### END SOLUTION
 
 
-def verify_checkpoint(d: Path, *, deep: bool = True) -> str | None:
-    """None if ``d`` is a complete checkpoint (every file of its manifest: size and, if ``deep``, sha256),
-    else why not. ``deep=False`` (sizes only) tells a finished save from an interrupted one: enough for
-    retention, which should not re-read every old checkpoint at each save; the loader always checks deep."""
-    ### BEGIN SOLUTION
-    try:
-        files = json.loads((d / MANIFEST).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # an interrupted or foreign save
-        return f"no readable manifest ({type(exc).__name__}: {exc})"
-    for name, meta in files.items():
-        if not (d / name).is_file():
-            return f"{name} is missing"
-        size = (d / name).stat().st_size
-        if size != meta["bytes"]:
-            return f"{name} has {size} bytes, the manifest says {meta['bytes']} (truncated)"
-        if deep and hashlib.sha256((d / name).read_bytes()).hexdigest() != meta["sha256"]:
-            return f"{name} fails its sha256 check (corrupted)"
-    return None
-    ### END SOLUTION
-
-
 def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *, keep: int = 3) -> Path:
     """Publish ``parts`` (name -> picklable object) atomically and durably as ``root/step-<step:08d>``.
 
-    Temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic ``latest``; keep
-    the newest ``keep`` complete checkpoints (only older complete ones are deleted). Returns the path.
+    Temp dir, fsynced files, manifest with sha256 last, fsync dir, rename, fsync root, atomic ``latest``, then
+    ``lab04.prune(root, final, keep)``. Returns the path.
     """
     ### BEGIN SOLUTION
     if keep < 1:
@@ -342,13 +324,6 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     final, tmp = root / f"step-{step:08d}", root / f".tmp-step-{step:08d}"
-
-    def retire(d: Path) -> None:  # out of the step- namespace first: a crash mid-delete leaves only debris
-        trash = root / f".trash-{d.name}"
-        shutil.rmtree(trash, ignore_errors=True)  # debris of an earlier crashed delete would block the rename
-        os.replace(d, trash)
-        shutil.rmtree(trash)
-
     shutil.rmtree(tmp, ignore_errors=True)  # debris of an earlier crashed save of this step
     tmp.mkdir()
     files = {}
@@ -360,16 +335,13 @@ def save_checkpoint(root: str | os.PathLike, step: int, parts: dict[str, Any], *
     durable_write(tmp / MANIFEST, json.dumps({"step": step, "files": files}, indent=1).encode())
     fsync_dir(tmp)  # the files' names, not just their data
     if final.exists():
-        retire(final)
+        lab04.retire(final)  # out of the step- namespace first: a crash mid-delete leaves only debris
     os.replace(tmp, final)  # atomic: readers see no directory or the whole one
     fsync_dir(root)  # the new name survives a power loss
     durable_write(root / ".latest.tmp", final.name.encode())
     os.replace(root / ".latest.tmp", root / "latest")  # only ever names a published checkpoint
     fsync_dir(root)
-    older = [d for d in sorted(root.glob("step-*")) if d.is_dir() and d.name < final.name]
-    complete = [d for d in older if verify_checkpoint(d, deep=False) is None]
-    for d in complete[: max(0, len(complete) - (keep - 1))]:
-        retire(d)
+    lab04.prune(root, final, keep)  # only after the new one is durable: never below keep published ones
     return final
     ### END SOLUTION
 
@@ -380,7 +352,7 @@ def load_checkpoint(root: str | os.PathLike, map_location: Any = "cpu") -> Loade
     ### BEGIN SOLUTION
     skipped: dict[str, str] = {}
     for d in sorted((d for d in Path(root).glob("step-*") if d.is_dir()), reverse=True):  # 8 digits sort
-        if (why := verify_checkpoint(d)) is not None:
+        if (why := lab04.verify_dir(d)) is not None:
             skipped[d.name] = why
             continue
         files = json.loads((d / MANIFEST).read_text())["files"]
@@ -519,7 +491,7 @@ ev.equal("world 2 -> 1, 3: problems", elastic.problems)
 # (relative eval loss); the sample accounting, not the loss, is exact.
 
 # %% [markdown]
-# ## Exercise 4 — Rehearsed recovery (18 points, ~20 min)
+# ## Exercise 4 — Rehearsed recovery (18 points, ~25 min)
 #
 # A recovery path that has never run does not work. Rehearse it: `Fault("kill", rank=1, step=5)` SIGKILLs rank 1
 # when it calls `course_dist.step(5)`; the survivor's next collective fails; `course_dist.launch` raises
@@ -529,21 +501,26 @@ ev.equal("world 2 -> 1, 3: problems", elastic.problems)
 #   newest simple checkpoint (`lab04.simple_load`; `cfg.stateless_rng=True` derives every RNG from the step, so the
 #   simple checkpointer is complete here), then for each step call `course_dist.step(tr.step)` before
 #   `tr.train_step()`; rank 0 appends `"<attempt> <step> <time.time()>"` to `root/progress.log` after every step
-#   (flushed); save with `lab04.simple_save` every `every` steps. Return `{"start_step": ..., "params":
-#   lab04.params_vector(tr.model)}`.
-# - `supervise(...)`, the restart loop: launch; on `RankError`/`LaunchTimeout` record the failure (one line per
-#   failed attempt, naming the rank the launcher names) and launch again, at most `max_restarts` times; then raise
-#   your own `RuntimeError`. Pass the attempt number to the ranks as `env={"TORCHELASTIC_RESTART_COUNT":
-#   str(attempt)}` (a fault with `attempt=0` fires only on the first attempt, as under torchrun) and as
-#   `attempt=`.
+#   (flushed); save with `lab04.simple_save` every `every` steps, **on every rank** (rank 0 writes, then all ranks
+#   meet in a barrier; called on rank 0 only it raises a RuntimeError naming the rank that never came). Return
+#   `{"start_step": ..., "params": lab04.params_vector(tr.model)}`.
+# - `supervise(...)`, the restart loop: launch; on `RankError`/`LaunchTimeout` record the failure and launch
+#   again, at most `max_restarts` times (`max_restarts + 1` launches in all); then raise your own (new)
+#   `RuntimeError` listing the failures. One entry
+#   per failed attempt, one line (no newlines): the launcher's report without the stack dumps and tracebacks, i.e.
+#   the lines of the message before the first line starting with `---`, joined: they name the rank that failed
+#   and, after a timeout, the last collective each rank entered. Pass the attempt number to the ranks as
+#   `env={"TORCHELASTIC_RESTART_COUNT": str(attempt)}` (a fault with `attempt=0` fires only while that variable
+#   is 0 or unset, as under torchrun: forget it and the fault fires on every attempt) and as `attempt=`.
 # - From `lab04.read_progress(root)` (columns attempt, step, time) compute, per restart, the **recovery time**:
 #   the time of the first step completed by the new attempt minus the time of the last step completed by the
 #   failed one (kill -> detect -> relaunch -> resume -> first step), and the **lost work**: the last step the
-#   failed attempt completed minus the step the new attempt resumed from. The tests recompute both from the log.
+#   failed attempt completed minus the step the new attempt resumed from. The tests read both from the log.
 #
 # The tests: one restart, the failure names the killed rank, resumed from the newest checkpoint, recovery time and
-# lost work as recomputed from `progress.log`, final parameters **bitwise** equal to a run that never failed (same
-# world size), for rank 1 or rank 0 killed, and a fault on every attempt ends in your `RuntimeError`.
+# lost work as the log shows them, final parameters **bitwise** equal to a run that never failed (same world size),
+# for rank 1 or rank 0 killed; a rank that hangs (the launcher's timeout) is restarted too, its failure line naming
+# the collective the other rank waits in; a fault on every attempt ends in your `RuntimeError`.
 #
 # Stuck? `hint("lab04.recovery")`
 
@@ -582,9 +559,11 @@ def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_siz
                                          env={"TORCHELASTIC_RESTART_COUNT": str(attempt)}, stream=False)
             break
         except (RankError, LaunchTimeout) as exc:
-            failures.append(f"attempt {attempt}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            report = str(exc).split("\n---")[0].splitlines()  # the report, without stacks and tracebacks
+            failures.append(f"attempt {attempt}: {type(exc).__name__}: " + " | ".join(x.strip() for x in report))
     else:
-        raise RuntimeError(f"gave up after {max_restarts} restarts: {failures}")
+        raise RuntimeError(f"gave up after {max_restarts} restarts (a fault planned for attempt 0 that fires on "
+                           f"every attempt: were the ranks given TORCHELASTIC_RESTART_COUNT?): {failures}")
     prog = lab04.read_progress(root)
     recovery, lost = [], []
     for a in range(attempt):
@@ -596,12 +575,27 @@ def supervise(cfg: lab04.Config, root: str, steps: int, every: int, *, world_siz
 
 
 # %% nbgrader={"grade": true, "grade_id": "recovery_tests", "locked": true, "points": 18, "schema_version": 3, "solution": false}
-def recovery_case(steps: int, every: int, kill_rank: int, kill_step: int) -> dict[str, Any]:
-    """supervise() with one SIGKILL; the report beside what progress.log says."""
+def recovery_case(steps: int, every: int, kill_rank: int, kill_step: int, kind: str = "kill",
+                  timeout: float = 60.0) -> dict[str, Any]:
+    """supervise() with one fault of attempt 0 (SIGKILL, or a hang the launcher times out): the report, the
+    raw progress.log rows, and the log's time gap across the restart."""
     root = Path(tempfile.mkdtemp(prefix="recovery-", dir=WORK))
-    rep = supervise(CFG4, str(root), steps, every, faults=[Fault("kill", rank=kill_rank, step=kill_step)])
-    return {"report": rep, "log": lab04.recovery_from_log(lab04.read_progress(str(root))),
-            "resumed_from": (kill_step // every) * every}
+    try:
+        rep = supervise(CFG4, str(root), steps, every, faults=[Fault(kind, rank=kill_rank, step=kill_step)],
+                        timeout=timeout)
+    except RuntimeError as exc:
+        prog = lab04.read_progress(str(root))
+        refired = int((prog["step"] == kill_step).sum()) > 1 if kind == "kill" else False
+        why = ("the fault (planned for attempt 0 only) fired again on later attempts: the ranks did not see "
+               "TORCHELASTIC_RESTART_COUNT; launch with env={'TORCHELASTIC_RESTART_COUNT': str(attempt)}"
+               if refired else "see the failures in the message")
+        raise AssertionError(f"{kind} rank {kill_rank} at step {kill_step}: supervise gave up ({why}): "
+                             f"{exc}") from None
+    lines = (root / "progress.log").read_text().splitlines()
+    first_new = next((i for i, x in enumerate(lines) if i and x.split()[0] != lines[0].split()[0]), None)
+    gap = (float(lines[first_new].split()[2]) - float(lines[first_new - 1].split()[2])) if first_new else None
+    return {"report": rep, "log": lab04.read_progress(str(root)), "gap": gap,
+            "around_restart": lines[first_new - 1 : first_new + 1] if first_new else lines}
 
 
 CFG4 = replace(CFG, stateless_rng=True)
@@ -614,11 +608,12 @@ assert report.restarts == 1, f"kill rank 1 at step 5: expected exactly one resta
 assert "rank 1" in report.failures[0], f"kill rank 1 at step 5: failure {report.failures[0]!r} names no rank 1"
 assert report.results[0]["start_step"] == 3, (
     f"kill rank 1 at step 5, checkpoint every 3: resumed from {report.results[0]['start_step']}, expected 3")
-assert report.lost_steps == case["log"]["lost_steps"] == [2], (
-    f"kill rank 1 at step 5: lost_steps {report.lost_steps}, progress.log says {case['log']['lost_steps']}, "
-    f"expected [2]")
-assert len(report.recovery_s) == 1 and abs(report.recovery_s[0] - case["log"]["recovery_s"][0]) < 1e-6, (
-    f"kill rank 1 at step 5: recovery_s {report.recovery_s}, progress.log says {case['log']['recovery_s']}")
+assert report.lost_steps == [2], (
+    f"kill rank 1 at step 5, saved at 3: lost_steps {report.lost_steps}, expected [2] (the failed attempt's last "
+    f"step 5 minus the resumed-from step 3); progress.log around the restart: {case['around_restart']}")
+assert len(report.recovery_s) == 1 and abs(report.recovery_s[0] - case["gap"]) < 1e-6, (
+    f"kill rank 1 at step 5: recovery_s {report.recovery_s}, expected [{case['gap']}] (the time of the new "
+    f"attempt's first logged step minus the failed attempt's last): progress.log {case['around_restart']}")
 target = lab04.uninterrupted_world(CFG4, steps4, 2)
 for r, res in enumerate(report.results):
     assert torch.equal(res["params"], target), (
@@ -630,20 +625,38 @@ assert case0["report"].lost_steps == [1] and case0["report"].results[0]["start_s
     f"{case0['report'].results[0]['start_step']} (expected 6)")
 assert "rank 0" in case0["report"].failures[0], \
     f"kill rank 0: the failure must name 'rank 0', got {case0['report'].failures[0]!r}"
+assert abs(case0["report"].recovery_s[0] - case0["gap"]) < 1e-6, (
+    f"kill rank 0 at step 7: recovery_s {case0['report'].recovery_s}, expected [{case0['gap']}]: progress.log "
+    f"{case0['around_restart']}")
+hang = recovery_case(6, 3, kill_rank=1, kill_step=4, kind="hang", timeout=pick(full=15, fast=12))
+hang_line = hang["report"].failures[0] if hang["report"].failures else ""
+assert hang["report"].restarts == 1 and "(entered, not returned)" in hang_line and "\n" not in hang_line, (
+    f"rank 1 hangs at step 4 (launcher timeout): {hang['report'].restarts} restarts (expected 1), failure line "
+    f"{hang_line!r}: expected one line keeping the launcher's report (rank 0 waits in a collective: '... "
+    f"(entered, not returned)'), not only the message's first line")
 
 
-def every_attempt_fails() -> str:
-    """A fault on every attempt must exhaust max_restarts: supervise's own RuntimeError (its type name)."""
+def every_attempt_fails() -> tuple[str, int]:
+    """A fault on every attempt must exhaust max_restarts: what supervise raised, and how many launches
+    progress.log shows (each starts from scratch: the fault fires before the first checkpoint)."""
     root = tempfile.mkdtemp(prefix="recovery-x-", dir=WORK)
     try:
         supervise(CFG4, root, 6, 3, faults=[Fault("raise", rank=1, step=2, attempt=None)], max_restarts=1)
-    except RuntimeError as exc:
-        return "RankError" if isinstance(exc, RankError) else "RuntimeError"
-    return "returned"
+        outcome = "a return value"
+    except (RankError, LaunchTimeout) as exc:  # a RankError is a RuntimeError too: catch it first
+        outcome = f"the launcher's {type(exc).__name__}, re-raised"
+    except RuntimeError:
+        outcome = "RuntimeError"
+    return outcome, int((lab04.read_progress(root)["step"] == 1).sum())
 
 
-got = every_attempt_fails()
-assert got == "RuntimeError", f"a fault on every attempt, max_restarts=1: got {got}, expected RuntimeError"
+got, launches = every_attempt_fails()
+assert got == "RuntimeError", (
+    f"a fault on every attempt, max_restarts=1: supervise ended in {got}; expected a RuntimeError of its own "
+    f"(raise a new one listing the failures after the last attempt)")
+assert launches == 2, (
+    f"a fault on every attempt, max_restarts=1: progress.log shows {launches} launches, expected 2 (the first "
+    f"attempt plus max_restarts restarts)")
 print(f"exercise 4: recovered in {report.recovery_s[0]:.2f} s, {report.lost_steps[0]} steps recomputed, final "
       f"parameters bitwise equal to the uninterrupted run")
 ### BEGIN HIDDEN TESTS
@@ -663,9 +676,14 @@ for name, c in cases.items():
     ev.equal(f"{name}: start_step", rep_.results[0]["start_step"])
     ev.equal(f"{name}: lost_steps", rep_.lost_steps)
     ev.equal(f"{name}: final parameters, every rank", [x["params"] for x in rep_.results])
-    ev.rule(f"{name}: recovery time", {"reported": rep_.recovery_s, "log": c["log"]["recovery_s"]},
+    ev.rule(f"{name}: recovery time", {"reported": rep_.recovery_s, "log": c["log"].to_dict("list")},
             rule="lab04.recovery_matches_log")
+ev.equal("hang: restarts", hang["report"].restarts)
+ev.rule("hang: the failure keeps the launcher's report", hang_line, rule="common.contains",
+        needles=["(entered, not returned)"])
+ev.equal("hang: the failure is one line", hang_line.count("\n"))
 ev.equal("fault on every attempt", got)
+ev.equal("fault on every attempt: launches", launches)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -759,25 +777,25 @@ ev.rule("card", {"card": asdict(card), "raw": {k: float(v) for k, v in meas.item
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Written (10 points).** Justify the card and decide. Quote your measured stall per save, step time, bytes per
-# rank and recovery time. Is saving every 500 steps the right plan here - what would you change if the stall
-# were 10 times larger, or if failures were 10 times more frequent? What does the fallback number assume, and
-# what breaks it (for example `keep = 1`, or a bug that silently corrupts every checkpoint)? What did the
-# power-loss drill show that a SIGKILL drill cannot, and which of your operations does each rule protect?
+# **Written (10 points).** Justify the card and decide, in a few sentences. Quote your bytes per rank (it
+# repeats to the byte) and your stall per save, step time and recovery time to one significant figure (timings
+# move by tens of percent between runs on a shared machine). Is saving every 500 steps the right plan here -
+# what would you change if the stall were 10 times larger, or if failures were 10 times more frequent? What does
+# the fallback number assume, and what breaks it (for example `keep = 1`, or a bug that silently corrupts every
+# checkpoint)?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 10, "schema_version": 3, "solution": true}
 # YOUR ANSWER HERE
 #
 # === BEGIN MARK SCHEME ===
-# Full marks: quotes save_s, step_s, bytes_per_rank and recovery_s from the table (their own numbers); relates
-# the cost to save_s / (EVERY * step_s) and judges it (small -> could save more often, which shrinks lost work;
-# a 10x larger stall -> save less often or save asynchronously - stage a CPU copy, write in the background, so
-# only the copy stalls; 10x more frequent failures -> save more often: lost work per failure is what grows);
-# the fallback assumes exactly one corrupt checkpoint and keep >= 2 (keep = 1 or systematic corruption makes it
-# unbounded: hence checksums, retention that never deletes the last good one, and restore drills in CI); power
-# loss: a SIGKILL keeps the page cache, so only the power-loss drill shows that fsync of the files (data), of the
-# temp dir (names) and of the root (the rename) are each needed. 2 points per part; vague or unquoted numbers
-# earn half.
+# Full marks: quotes bytes_per_rank exactly and save_s, step_s, recovery_s to about one significant figure
+# from the table (their own numbers; any run's values, timings move between runs) (2 points); relates the cost
+# to save_s / (EVERY * step_s) and judges the plan (small -> could save more often, which shrinks lost work)
+# (2 points); a 10x larger stall -> save less often or save asynchronously - stage a CPU copy, write in the
+# background, so only the copy stalls; 10x more frequent failures -> save more often: lost work per failure is
+# what grows (3 points); the fallback assumes exactly one corrupt checkpoint and keep >= 2 (keep = 1 or
+# systematic corruption makes it unbounded: hence checksums, retention that never deletes the last good one, and
+# restore drills in CI) (3 points). Vague or unquoted numbers earn half.
 # === END MARK SCHEME ===
 
 # %% [markdown]
@@ -795,7 +813,7 @@ ev.rule("card", {"card": asdict(card), "raw": {k: float(v) for k, v in meas.item
 #    (phase 1: *prepare*);
 # 3. the reports are gathered (`dist.all_gather_object`); only if every rank reported does rank 0 write the
 #    manifest (`{"step", "world_size", "files"}`), fsync, rename to `root/step-XXXXXXXX`, fsync root and move
-#    `latest` (phase 2: *commit*); then it prunes with exercise 2's rule;
+#    `latest` (phase 2: *commit*); then it prunes with `lab04.prune(root, final, keep)`;
 # 4. a final barrier: no rank returns before the checkpoint is published.
 #
 # A rank that dies in phase 1 leaves a staging directory and no published step (the survivors' collective fails;
@@ -833,20 +851,13 @@ def save_distributed(root: str | os.PathLike, step: int, parts: dict[str, Any], 
         durable_write(tmp / MANIFEST, json.dumps(manifest).encode())
         fsync_dir(tmp)
         if final.exists():
-            shutil.rmtree(root / f".trash-{final.name}", ignore_errors=True)
-            os.replace(final, root / f".trash-{final.name}")
-            shutil.rmtree(root / f".trash-{final.name}")
+            lab04.retire(final)
         os.replace(tmp, final)  # phase 2: commit
         fsync_dir(root)
         durable_write(root / ".latest.tmp", final.name.encode())
         os.replace(root / ".latest.tmp", root / "latest")
         fsync_dir(root)
-        older = [d for d in sorted(root.glob("step-*")) if d.is_dir() and d.name < final.name]
-        complete = [d for d in older if verify_checkpoint(d, deep=False) is None]
-        for d in complete[: max(0, len(complete) - (keep - 1))]:
-            shutil.rmtree(root / f".trash-{d.name}", ignore_errors=True)
-            os.replace(d, root / f".trash-{d.name}")
-            shutil.rmtree(root / f".trash-{d.name}")
+        lab04.prune(root, final, keep)
     dist.barrier()  # nobody returns (and maybe trains on, or exits) before the commit
     return final
     ### END SOLUTION

@@ -24,7 +24,7 @@
 # rank, and stops dead when one rank takes a different path. So: **diagnose the first divergence**, **measure
 # the slowest rank**, and **scale against quality and cost** — not against worker count.
 #
-# Four core exercises (~75 min, 85 points): name the culprit of six planted hangs from what the hung job leaves
+# Four core exercises (~90 min, 85 points): name the culprit of eight planted hangs from what the hung job leaves
 # behind; find a straggler and rebalance around it without changing the gradient; measure scaling efficiency and
 # the gradient noise scale; choose a worker count, a global batch, a collective timeout and a hang-detection
 # deadline, and write them on the solution card. Two optional stretches (15 points): **Stretch A** (10 points,
@@ -61,20 +61,27 @@ print("fast mode:", course_dist.fast_mode())
 # %% [markdown]
 # ## Exercise 1 — Diagnose planted hangs (25 points, ~25 min)
 #
-# `lab05.plant(cases)` runs six classic hangs at world 3 (all at once, so they cost one 3-second timeout):
-# an **extra collective** on one rank, an **op mismatch**, a **shape mismatch**, a **rank-conditional
-# barrier**, **uneven inputs** at epoch end, and an **unused parameter under DDP**. Each ends as a
-# `LaunchTimeout` carrying `.trace` (every collective each rank issued, `trace=True`), `.stacks` (each rank's
-# Python stack at the timeout) and `.last_collective`.
+# `lab05.plant(cases)` runs eight planted hangs at world 3 (all at once, so they cost about one 3-second
+# timeout). Six classics: an **extra collective** on one rank, an **op mismatch**, a **shape mismatch**, a
+# **rank-conditional barrier**, **uneven inputs** at epoch end, an **unused parameter under DDP**. And two
+# where the culprit's stack is *not* at its divergent call: **`async_extra`** (its extra all_reduce, in a
+# logging helper, is started with `async_op=True` and never waited for, so the culprit has moved on to the
+# barrier; with CUDA tensors torch's docs say even a synchronous collective returns once it is enqueued, so
+# on GPUs this is the usual picture, not measured here) and **`ddp_uneven`** (uneven inputs under DDP: the
+# culprit's extra step waits in DDP's all-reduce inside a train-step helper). Each ends as a `LaunchTimeout`
+# carrying `.trace` (every collective each rank issued, `trace=True`), `.stacks` (each rank's Python stack at
+# the timeout) and `.last_collective` (each rank's latest collective).
 #
 # Write `diagnose(err)` returning a dict with four keys, from these rules:
 # - `course_dist.first_divergence(err.trace)` gives the first collective number where the ranks disagree; its
 #   `.ranks` holds the odd one out — the **culprit** (`"rank"`), and `.seq` the number (`"seq"`). The healthy
 #   majority are *not* the culprit, even though they are the ones stuck waiting.
 # - `"op"`: what the culprit called at that number (`div.calls[rank]["op"]`), or `None` when it never called it.
-# - `"line"`: the culprit's source line (an `int`, not a string): its call site (`div.calls[rank]["site"]` is `"file:line"`)
-#   when it made the call, else where its stack shows it stuck: the innermost of
-#   `lab05.user_frames(err.stacks[rank])` (frames outside torch and the launcher, innermost first).
+# - `"line"`: the culprit's source line (an `int`, not a string) of its **divergent** call: its call site
+#   (`div.calls[rank]["site"]` is `"file:line"`) when it made the call, even if it has moved past it since
+#   (its stack and `.last_collective` then show where it is *now*, not what diverged); else where its stack
+#   shows it stuck: the **innermost** of `lab05.user_frames(err.stacks[rank])` (frames outside torch and the
+#   launcher, innermost first: a helper's line, not the line that called the helper).
 #
 # Why world 3: at world 2 there is no majority. One rank skipping a collective and the other making an extra one
 # leave the same trace, so `first_divergence` marks the divergence `ambiguous`, lists **both** ranks in `.ranks`
@@ -89,7 +96,8 @@ print("fast mode:", course_dist.fast_mode())
 
 # %%
 visible_cases = [("extra_collective", 1), ("op_mismatch", 2), ("shape_mismatch", 0),
-                 ("conditional_barrier", 1), ("uneven_epoch", 2), ("ddp_unused", 0)]
+                 ("conditional_barrier", 1), ("uneven_epoch", 2), ("ddp_unused", 0), ("async_extra", 2),
+                 ("ddp_uneven", 1)]
 errs = lab05.plant(visible_cases, timeout=3.0)
 print([type(e).__name__ for e in errs])
 print(str(errs[5])[:1200])  # the DDP case: what the launcher itself reports
@@ -119,6 +127,8 @@ for (case, culprit), err in zip(visible_cases, errs, strict=True):
     got, want = diagnose(err), lab05.truth(case, culprit)
     assert type(got.get("line")) is int, \
         f"{case}: 'line' must be an int, expected {want['line']!r}, got {got.get('line')!r}"
+    assert got.get("line") == want["line"], f"{case} (culprit rank {culprit}): the line of the culprit's " \
+        f"divergent call (innermost frame) is {want['line']}, diagnose gave {got.get('line')!r}"
     assert got == want, f"{case} (culprit rank {culprit}): diagnose gave {got}, expected {want}"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
@@ -135,7 +145,7 @@ for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **torch's own tools on the same six hangs** — measured by `bench/bench_hang_tools.py` (page
+# **torch's own tools on the six classic hangs** — measured by `bench/bench_hang_tools.py` (page
 # `bench/results/hang_tools.md`: world 3, gloo on this 2-core machine, 3 rounds, torch 2.13; a CPU/gloo
 # measurement, not an NCCL/GPU one; load average 3–7). Seconds from the hang's start to the answer (min /
 # median / max over 18 runs):
@@ -163,27 +173,27 @@ for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=
 # **Stretch B** (optional, at the end) has you read the flight recorder's dumps of these hangs yourself.
 
 # %% [markdown]
-# **Written (4 points).** Which of the six hangs did the trace *not* show at the culprit's own call, and why?
+# **Written (4 points).** Which of the planted hangs did the trace *not* show at the culprit's own call, and why?
 # For a production job that hangs once a week on 512 GPUs, name two things you would turn on beforehand (from
 # this lab, or torch's flight recorder / `monitored_barrier` / `TORCH_DISTRIBUTED_DEBUG`) and what each would
 # have told you.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "hangs_written", "locked": false, "points": 4, "schema_version": 3, "solution": true}
-# The DDP unused-parameter hang: DDP's bucket all-reduces run inside its C++ reducer, which the Python-level
-# trace does not see, so the culprit appears as "never called" the next collective and only its stack shows it
-# stuck in `backward`. Beforehand: a short collective timeout with stack dumps on every rank (this lab's
+# The two DDP hangs (unused parameter, uneven inputs): DDP's bucket all-reduces run inside its C++ reducer,
+# which the Python-level trace does not see, so the culprit appears as "never called" the next collective and
+# only its stack shows it stuck in `backward` (in `ddp_uneven`, inside the train-step helper). Beforehand: a short collective timeout with stack dumps on every rank (this lab's
 # launcher; in torch the NCCL watchdog with `TORCH_NCCL_DUMP_ON_TIMEOUT`) and the flight recorder
 # (`TORCH_FR_BUFFER_SIZE`), whose per-rank sequence numbers name the missing rank at collective N without a
 # Python-level trace; `TORCH_DISTRIBUTED_DEBUG=DETAIL` would have reported the shape/op mismatches at once.
 #
 # === BEGIN MARK SCHEME ===
-# 2 points: names ddp_unused and why (C++ reducer collectives are not traced; the culprit is found from its
+# 2 points: names ddp_unused (and ddp_uneven) and why (C++ reducer collectives are not traced; the culprit is found from its
 # stack). 2 points: two concrete tools with what each reports (flight recorder: seq numbers/missing ranks;
 # monitored_barrier: the ranks that did not arrive; DETAIL: mismatched fingerprints; timeout + stack dumps).
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# ## Exercise 2 — Stragglers (22 points, ~20 min)
+# ## Exercise 2 — Stragglers (22 points, ~25 min)
 #
 # `lab05.run_straggler(sizes, slow_rank, factor)` trains one global batch split as `sizes` (samples per rank);
 # the slow rank costs `factor` × more per sample **inside its forward pass**. Each rank's `StepTimer` spans come
@@ -261,11 +271,17 @@ assert rebalance([0.001, 0.002], 24) == [16, 8], \
     f"rebalance([0.001, 0.002], 24) = {rebalance([0.001, 0.002], 24)}, expected [16, 8]"
 assert rebalance([1.0, 1.0, 1.0], 10) == [4, 3, 3], \
     f"ties -> lower rank: rebalance([1.0, 1.0, 1.0], 10) = {rebalance([1.0, 1.0, 1.0], 10)}, expected [4, 3, 3]"
+assert rebalance([1.0, 3.0, 4.0], 12) == [8, 2, 2], f"shares 7.58, 2.53, 1.89 floor to 7, 2, 1: the 2 left go " \
+    f"to the largest remainders (ranks 2 and 0), not to the fastest or the slowest ranks: rebalance([1.0, 3.0, " \
+    f"4.0], 12) = {rebalance([1.0, 3.0, 4.0], 12)}, expected [8, 2, 2]"
 assert rebalance([0.001, 1.0], 4) == [3, 1], \
     f"each rank keeps >= 1 sample: rebalance([0.001, 1.0], 4) = {rebalance([0.001, 1.0], 4)}, expected [3, 1]"
 assert rebalance([0.001, 0.001, 1.0], 6) == [2, 3, 1], f"rank 2's sample comes from the lower of the tied " \
     f"ranks 0 and 1 (3 each): rebalance([0.001, 0.001, 1.0], 6) = {rebalance([0.001, 0.001, 1.0], 6)}, " \
     "expected [2, 3, 1]"
+assert rebalance([1.1, 1.0, 100.0], 6) == [2, 3, 1], f"shares 2.84, 3.13, 0.03 -> [3, 3, 0]: rank 2's sample " \
+    f"comes from the lower of the ranks holding the most (rank 0), not from the fastest (rank 1): rebalance(" \
+    f"[1.1, 1.0, 100.0], 6) = {rebalance([1.1, 1.0, 100.0], 6)}, expected [2, 3, 1]"
 assert rebalance([0.001, 1.0, 1.0], 3) == [1, 1, 1], \
     f"global batch = world: rebalance([0.001, 1.0, 1.0], 3) = {rebalance([0.001, 1.0, 1.0], 3)}, expected [1, 1, 1]"
 assert rebalance([0.5], 7) == [7], f"one rank: rebalance([0.5], 7) = {rebalance([0.5], 7)}, expected [7]"
@@ -288,7 +304,8 @@ for world in (3, 4):
     for slow in (0, world // 2, world - 1):
         spans = lab05.planted_spans(slow, world=world, steps=rng.choice([5, 7]), seed=rng.randrange(10**6))
         ev.equal(f"planted world {world} slow {slow}", {"slow": slow, "named": slowest_rank(spans)})
-for args in [([0.001, 0.002], 24), ([1.0, 1.0, 1.0], 10), ([0.001, 1.0], 4), ([0.001, 0.001, 1.0], 6),
+for args in [([0.001, 0.002], 24), ([1.0, 1.0, 1.0], 10), ([1.0, 3.0, 4.0], 12), ([0.001, 1.0], 4),
+             ([0.001, 0.001, 1.0], 6), ([1.1, 1.0, 100.0], 6),
              ([0.001, 1.0, 1.0], 3), ([0.5], 7)]:
     ev.equal(f"rebalance {args}", rebalance(*args))
 for _ in range(30):
@@ -477,7 +494,7 @@ ev.rule("bad rule named", refusal, rule="common.contains", needles=["cosine"])
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Exercise 4 — Decide (20 points, ~15 min)
+# ## Exercise 4 — Decide (20 points, ~25 min)
 #
 # `lab05.candidates` lists every (world, global batch) on the **simulated** cluster (the calibration above) with
 # its step time, the steps to the target loss `S_min (1 + B_simple / B)` (McCandlish et al.; your noise scale),
@@ -584,6 +601,7 @@ card
 toy = pd.DataFrame({"world": [1, 2, 4, 8], "global_batch": [64] * 4, "time_s": [400.0, 220.0, 120.0, 70.0],
                     "cost": [1.0, 1.1, 1.2, 1.6]})
 assert choose(toy, 250.0)["world"] == 2, f"deadline 250 s: cheapest in time is world 2, got {choose(toy, 250.0)}"
+assert type(choose(toy, 250.0)) is dict, f"choose returns the row as a dict, got a {type(choose(toy, 250.0)).__name__}"
 assert choose(toy, 1e9)["world"] == 1, \
     f"no deadline pressure: the cheapest overall is world 1, got {choose(toy, 1e9)}"
 assert choose(toy, 120.0)["world"] == 4, \
@@ -686,8 +704,7 @@ ev.rule("card", {"card": dataclasses.asdict(card),
 # more workers (quote the *simulated* efficiency at 8–64 ranks, saying it is simulated and from what
 # calibration, and your measured B_simple), what the LR scaling rule and warm-up would be at your global batch,
 # why your collective timeout cannot fire on a healthy job (which measured wait sets it) and why the old rule,
-# 3 × the step tail, would have, how fast the heartbeat catches a hang, and what changes the decision (a tighter
-# deadline, a faster network, a larger model).
+# 3 × the step tail, would have, and how fast the heartbeat catches a hang.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "card_justification", "locked": false, "points": 8, "schema_version": 3, "solution": true}
 # The chosen (world, batch) is the cheapest that meets the deadline in the simulation (α–β fit of gloo at world 2
@@ -697,15 +714,14 @@ ev.rule("card", {"card": dataclasses.asdict(card),
 # with a warm-up of ~100 steps sets the LR. The collective timeout is 3× the longest measured healthy wait, the
 # checkpoint barrier (72 MB with fsync): 3× the step tail would have been shorter than that one save and killed a
 # healthy job at its first checkpoint. Hangs are caught by the heartbeat instead, within 3 step tails (a fraction
-# of a second here). A tighter deadline forces more ranks at higher cost; a faster network (smaller α, β) or a
-# larger compute per sample moves the efficient point to more workers.
+# of a second here).
 #
 # === BEGIN MARK SCHEME ===
 # 2: quotes efficiency at 8–64 labelled as simulated (with its calibration: gloo α–β fit at world 2 on this
 # machine) and where it falls; 2: uses B_simple to explain why larger batches stop
 # paying; 1: LR rule + warm-up at the chosen batch; 2: the collective timeout set by the longest measured healthy
-# wait (checkpoint/eval, with the number) and why 3x the step tail would fire, plus the heartbeat's detection
-# latency; 1: what changes the decision.
+# wait (checkpoint/eval, with the number) and why 3x the step tail would fire; 1: the heartbeat's detection
+# latency (a number).
 # === END MARK SCHEME ===
 
 
@@ -816,7 +832,7 @@ display(pd.DataFrame([join_cost]))
 #
 # In Exercise 1's table torch's flight recorder named the culprit of all six hangs, the DDP one included (the
 # lab's Python trace sees that one only through a stack): it records DDP's C++ bucket all-reduces too. Here you
-# read its dumps yourself. The cell below runs the six hangs once more at world 3 with `TORCH_FR_BUFFER_SIZE`
+# read its dumps yourself. The cell below runs the eight hangs once more at world 3 with `TORCH_FR_BUFFER_SIZE`
 # set (gloo, a 2 s collective timeout: on gloo a rank can dump only once its stuck collective has timed out)
 # and reads each rank's dump into plain records. `dump["entries"][r]` is rank r's list of entries `{"group",
 # "seq", "op", "sizes", "frames"}`: the process group's name (`"0"` is the default group), the collective's
@@ -830,8 +846,11 @@ display(pd.DataFrame([join_cost]))
 # - at each key a rank's signature is its entry's `(op, sizes)`, or nothing when it has no entry there; the
 #   **first** key where the three signatures are not all equal is the divergence (`"group"`, `"seq"`);
 # - the culprit (`"rank"`) is the rank whose signature no other rank shares (at world 3 the other two agree);
-#   `"op"` is the culprit's op there, `"line"` the line (an `int`) of the culprit's innermost frame in the
-#   planted file (`frame["file"]` ends with `"hangs.py"`).
+#   `"op"` is the culprit's op **at that key** (its divergent entry, not its last one: `async_extra`'s culprit
+#   went on to record a barrier), `"line"` the line (an `int`) of that entry's **innermost** frame in the
+#   planted file (`frame["file"]` ends with `"hangs.py"`; frames are innermost first, so a helper's line comes
+#   before the line that called it); both `None` when the culprit has no entry at that key (a rank stuck
+#   outside any collective, say in its data loader, while the others entered one).
 #
 # Stuck? `hint("lab05.frdump")`
 
@@ -857,7 +876,9 @@ def fr_culprit(entries: dict[int, list[dict]]) -> dict:
         sig = {r: repr((es[key]["op"], es[key]["sizes"])) if key in es else None for r, es in by_key.items()}
         if len(set(sig.values())) > 1:
             rank = next(r for r, s in sig.items() if list(sig.values()).count(s) == 1)
-            e = by_key[rank][key]
+            e = by_key[rank].get(key)  # None: the culprit never reached this collective
+            if e is None:
+                return {"rank": rank, "group": key[0], "seq": key[1], "op": None, "line": None}
             line = next(f["line"] for f in e["frames"] if f["file"].endswith("hangs.py"))
             return {"rank": rank, "group": key[0], "seq": key[1], "op": e["op"], "line": line}
     raise ValueError("the ranks' flight-recorder entries agree: no divergence")
@@ -879,6 +900,13 @@ moved = {(r + 1) % lab05.WORLD: es for r, es in fr[0]["entries"].items()}  # the
 got_moved, want_moved = fr_culprit(moved).get("rank"), (fr[0]["culprit"] + 1) % lab05.WORLD
 assert got_moved == want_moved, f"{fr[0]['case']} with rank r's dump read as rank r + 1's (keys 1, 2, 0): " \
     f"the culprit is the key rank {want_moved}, fr_culprit named {got_moved!r}"
+# the culprit with no entry at the divergence: extra_collective's dumps with the culprit's last entry (its extra
+# all_reduce) cut, as if it were stuck outside any collective when the others entered the barrier
+cut = {r: es[:-1] if r == fr[0]["culprit"] else es for r, es in fr[0]["entries"].items()}
+want_cut = {**lab05.fr_truth(fr[0]["case"], fr[0]["culprit"], fr[0]["dir"]), "op": None, "line": None}
+got_cut = fr_culprit(cut)
+assert got_cut == want_cut, f"{fr[0]['case']} with the culprit's entry at the divergence cut: expected " \
+    f"{want_cut} (op and line None: it has no entry there), fr_culprit gave {got_cut!r}"
 ### BEGIN HIDDEN TESTS
 from course_dist.evidence import Evidence, grading_seed
 
@@ -889,4 +917,9 @@ for d in fr:
     relabelled = {(r + shift) % lab05.WORLD: es for r, es in d["entries"].items()}
     ev.equal(f"{d['case']} ranks relabelled", {"culprit": (d["culprit"] + shift) % lab05.WORLD,
                                                 "diagnosis": fr_culprit(relabelled)})
+for d in fr:  # every dump with the culprit's entries from the divergence on cut (no entry there), relabelled
+    want = lab05.fr_truth(d["case"], d["culprit"], d["dir"])
+    cut = {(r + shift) % lab05.WORLD: [e for e in es if r != d["culprit"] or (e["group"], e["seq"]) !=
+                                       (want["group"], want["seq"])] for r, es in d["entries"].items()}
+    ev.equal(f"{d['case']} culprit's entry cut", fr_culprit(cut))
 ### END HIDDEN TESTS

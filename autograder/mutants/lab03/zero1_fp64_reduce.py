@@ -7,5 +7,5 @@
 -            flat = b.flat_grads()  # the p.grads become views of it: the gradients exist once
 +            flat = b.flat_grads().double()  # sum in float64
 @@
--            b.set_piece_grads(grad_shard.div_(self.world))  # None for a parameter without a gradient
-+            b.set_piece_grads(grad_shard.div_(self.world).to(b.dtype))
+-            b.set_piece_grads(grad_shard.div_(self.world), used > 0)  # None where no rank has a gradient
++            b.set_piece_grads(grad_shard.div_(self.world).to(b.dtype), used > 0)

@@ -8,7 +8,9 @@
 @@
 -            grad_shard = flat.new_empty(b.chunk)
 -            dist.reduce_scatter_single(grad_shard, flat)  # SUM of chunk r lands on rank r
--            b.set_piece_grads(grad_shard.div_(self.world))  # None for a parameter without a gradient
+-            used = b.grad_flags()  # 1 where THIS rank has a gradient: ranks may use different parameters
+-            dist.all_reduce(used)  # agreed: a gradient on any rank steps the parameter everywhere (DDP's rule)
+-            b.set_piece_grads(grad_shard.div_(self.world), used > 0)  # None where no rank has a gradient
 -        del flat, grad_shard
 +            dist.all_reduce(flat)
 +            flat.div_(self.world)

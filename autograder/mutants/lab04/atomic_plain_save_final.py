@@ -7,5 +7,5 @@
 +    final = tmp = root / f"step-{step:08d}"
 @@
 -    if final.exists():
--        retire(final)
+-        lab04.retire(final)  # out of the step- namespace first: a crash mid-delete leaves only debris
 -    os.replace(tmp, final)  # atomic: readers see no directory or the whole one

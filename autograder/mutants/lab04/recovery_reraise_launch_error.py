@@ -3,6 +3,6 @@
 # replaces: recovery_solution
 # why: after the last allowed attempt re-raises the launcher's RankError instead of its own RuntimeError
 @@
-             failures.append(f"attempt {attempt}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+             failures.append(f"attempt {attempt}: {type(exc).__name__}: " + " | ".join(x.strip() for x in report))
 +            if attempt == max_restarts:
 +                raise  # the last failure, as the launcher reported it

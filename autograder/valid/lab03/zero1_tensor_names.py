@@ -3,7 +3,8 @@
 # replaces: zero1_solution
 # why: ZeRO-1 with torch's other collective names (reduce_scatter_tensor / all_gather_into_tensor), the
 #      ceiling by floor division, one bucket per parameter group and dtype (not per dtype only), other
-#      names: the same shards, the same arithmetic, the same collectives per step, the same bytes
+#      names, the has-gradient flags agreed by a MAX all-reduce (not a SUM): the same shards, the same
+#      arithmetic, the same collectives per step, the same bytes
 def shard_range(numel: int, world: int, rank: int) -> tuple[int, int]:
     """``(start, end)`` of ``rank``'s contiguous shard of a flat vector of ``numel`` elements over ``world``
     ranks: chunk ``ceil(numel / world)``, clipped to ``numel``. ValueError if ``world > numel``."""
@@ -35,7 +36,9 @@ class ShardedOptimizer(lab03.ShardedOptimizerBase):
             grads = bucket.flat_grads()
             mine = torch.empty(bucket.chunk, dtype=grads.dtype)
             dist.reduce_scatter_tensor(mine, grads)
-            bucket.set_piece_grads(mine.div_(self.world))  # in place: a second chunk would raise the peak
+            anywhere = bucket.grad_flags()
+            dist.all_reduce(anywhere, op=dist.ReduceOp.MAX)  # a gradient on some rank: step it everywhere
+            bucket.set_piece_grads(mine.div_(self.world), anywhere.bool())  # in place: no second chunk
             del grads, mine
         self.sync_groups()
         self.optimizer.step()

@@ -22,7 +22,9 @@ def fr_culprit(entries: dict[int, list[dict]]) -> dict:
                 continue
             odd = [r for r, s in sig.items() if counts[s] == 1][0]
             print(f"group {group} seq {seq}: {sig}")
-            entry = table[odd][seq]
+            entry = table[odd].get(seq)
+            if entry is None:  # the odd rank never reached this collective
+                return {"rank": odd, "group": group, "seq": seq, "op": None, "line": None}
             line = None
             for frame in entry["frames"]:
                 if frame["file"].endswith("hangs.py"):

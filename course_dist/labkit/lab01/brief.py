@@ -12,8 +12,8 @@ collective and wait there.
   code); returns the per-rank spans, the per-step clocks and the collective trace;
 - ``brief_table``: per world and rank, seconds per step of compute, transfer, waiting, checkpoint and other,
   and throughput; waiting and transfer split from the trace by the student's ``split_wait``;
-- ``kill_without_checkpoint``: SIGKILL rank 1 mid-run with no checkpoint; the steps lost, measured from the
-  progress each rank wrote;
+- ``kill_naive_job``: SIGKILL rank 1 mid-run; the steps lost, measured from the progress each rank wrote and
+  the checkpoint on disk (``kill_without_checkpoint``: the same with no checkpoint, a restart begins at 0);
 - ``plot_brief``: the decomposition as stacked bars, and throughput per world size.
 """
 
@@ -98,7 +98,7 @@ def reproduce_brief(
     *,
     global_batch: int = 16,
     steps: int = 40,
-    ckpt_every: int | None = 5,
+    ckpt_every: int | None = 10,
     cfg: ModelConfig | None = None,
     timeout: float = 120.0,
 ) -> dict[int, dict[str, Any]]:
@@ -180,18 +180,25 @@ def throughput(table: pd.DataFrame) -> dict[int, float]:
     return {int(w): float(v) for w, v in table.groupby("world")["samples/s"].first().items()}
 
 
-def kill_without_checkpoint(
+def kill_without_checkpoint(kill_step: int = 6, **kw: Any) -> dict[str, Any]:
+    """``kill_naive_job`` with no checkpoint: a restart begins again at step 0, so every step done is lost."""
+    return kill_naive_job(kill_step, ckpt_every=None, **kw)
+
+
+def kill_naive_job(
     kill_step: int = 6,
     *,
+    ckpt_every: int | None = None,
     world: int = 2,
     global_batch: int = 16,
     steps: int = 1000,
     cfg: ModelConfig | None = None,
     timeout: float = 120.0,
 ) -> dict[str, Any]:
-    """SIGKILL rank 1 at ``kill_step`` of the naive job with no checkpoint: the steps each rank had completed
-    (read from its progress file), the step a restart would resume from, and the steps and seconds lost
-    (seconds from the first rank's start of training to the last progress written: what a restart redoes)."""
+    """SIGKILL rank 1 at ``kill_step`` of the naive job (a checkpoint every ``ckpt_every`` steps; None: none):
+    the steps each rank had completed (read from its progress file), the step a restart would resume from
+    (the checkpoint on disk, else 0), and the steps and seconds lost (seconds from the first rank's start of
+    training to the last progress written: what a restart from step 0 redoes)."""
     from course_dist import Fault, RankError
     from course_dist.launch import launch
 
@@ -200,7 +207,7 @@ def kill_without_checkpoint(
             launch(
                 naive_dp_rank,
                 world_size=world,
-                args=(global_batch, steps, None, tmp, cfg),
+                args=(global_batch, steps, ckpt_every, tmp, cfg),
                 faults=[Fault("kill", rank=1, step=kill_step)],
                 timeout=timeout,
                 stream=False,
@@ -230,6 +237,7 @@ def kill_without_checkpoint(
     return {
         "killed rank": 1,
         "at step": kill_step,
+        "checkpoint every": ckpt_every,
         "reported rank": named,
         "outcome": outcome,
         "steps completed": max(done),

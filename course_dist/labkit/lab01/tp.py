@@ -37,6 +37,40 @@ def _dense(block: Block, x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor
     return y.detach(), x.grad
 
 
+LR = 0.5  # the SGD step the harnesses take on the TP parameters (and on the dense block, for the comparison)
+
+
+def _held(col: nn.Module, row: nn.Module) -> dict[str, torch.Tensor]:
+    return {
+        "column.weight": col.weight,
+        "column.bias": col.bias,
+        "row.weight": row.weight,
+        "row.bias": row.bias,
+    }
+
+
+def _after_step(dense: Block, col: nn.Module, row: nn.Module, x: torch.Tensor, sl: slice) -> dict[str, float]:
+    """Which rank holds what, seen after an update (issue 34): this rank's parameters after one SGD step
+    against the same slice of the dense block after the same step, and the TP block's output after it.
+
+    A row bias kept as bias/N on every rank (or whole on rank 0, zero elsewhere) and added inside the
+    all-reduce gives the dense output and gradients, but the optimizer moves every copy by the full gradient:
+    the effective bias moves N times too far. Only the parameters, or the output after a step, show it."""
+    stepped = copy.deepcopy(dense)
+    with torch.no_grad():
+        for p, q in zip(stepped.parameters(), dense.parameters(), strict=True):
+            p -= LR * q.grad
+        y_next = row(torch.relu(col(x)))  # the all-reduces here lie outside the counted window
+    want = {
+        "column.weight": stepped.up.weight[sl],
+        "column.bias": stepped.up.bias[sl],
+        "row.weight": stepped.down.weight[:, sl],
+        "row.bias": stepped.down.bias,
+    }
+    got = _held(col, row)
+    return {"output": _max_diff(y_next, stepped(x)), **{k: _max_diff(got[k], want[k]) for k in want}}
+
+
 def tp_rank(
     column_cls: type,
     row_cls: type,
@@ -83,10 +117,11 @@ def tp_rank(
     grads = {name: (float("inf") if got[name] is None else _max_diff(got[name], ref[name])) for name in ref}
     # an optimizer step on the TP parameters must leave the dense layers they were built from untouched
     # (the shards are copies): a shard that is a view of the dense weight moves it, seen only after a step
-    torch.optim.SGD([*col.parameters(), *row.parameters()], lr=0.5).step()
+    torch.optim.SGD([*col.parameters(), *row.parameters()], lr=LR).step()
     moved = max(_max_diff(p, q) for p, q in zip(block.parameters(), dense.parameters(), strict=True))
     return {
         "dense_moved": moved,
+        "after_step": _after_step(dense, col, row, x, sl),
         "rank": r,
         "output": _max_diff(y, y_ref),
         "input_grad": float("inf") if xt.grad is None else _max_diff(xt.grad, gx_ref),
@@ -115,15 +150,26 @@ def torch_tp_rank(d_model: int, d_hidden: int, batch: int = 8, seed: int = 0) ->
     def local(t: torch.Tensor) -> torch.Tensor:
         return t.to_local() if hasattr(t, "to_local") else t
 
+    grads = {
+        k: local(g).clone()
+        for k, g in (
+            ("column.weight", block.up.weight.grad),
+            ("column.bias", block.up.bias.grad),
+            ("row.weight", block.down.weight.grad),
+            ("row.bias", block.down.bias.grad),
+        )
+    }
+    torch.optim.SGD(block.parameters(), lr=LR).step()  # what each rank holds after an update
     return {
+        "stepped": {
+            "column.weight": local(block.up.weight).detach(),
+            "column.bias": local(block.up.bias).detach(),
+            "row.weight": local(block.down.weight).detach(),
+            "row.bias": local(block.down.bias).detach(),
+        },
         "output": local(y).detach(),
         "input_grad": xt.grad.detach(),
-        "grads": {
-            "column.weight": local(block.up.weight.grad),
-            "column.bias": local(block.up.bias.grad),
-            "row.weight": local(block.down.weight.grad),
-            "row.bias": local(block.down.bias.grad),
-        },
+        "grads": grads,
     }
 
 
@@ -156,10 +202,13 @@ def compare_rank(
         "row.weight": row.weight.grad,
         "row.bias": row.bias.grad,
     }
+    torch.optim.SGD([*col.parameters(), *row.parameters()], lr=LR).step()
+    held = _held(col, row)
     mine["vs_torch"] = {
         "output": _max_diff(y, theirs["output"]),
         "input_grad": _max_diff(xt.grad, theirs["input_grad"]) if xt.grad is not None else float("inf"),
         **{k: (float("inf") if got[k] is None else _max_diff(got[k], theirs["grads"][k])) for k in got},
+        **{f"{k} after an SGD step": _max_diff(held[k], theirs["stepped"][k]) for k in held},
     }
     return mine
 

@@ -6,9 +6,11 @@ pieces as arguments.
 - ``traffic``: bytes moved per rank from the course_dist trace; lab01's per-collective bus-byte fit;
 - ``zero1``: what makes a sharded optimizer a ``torch.optim.Optimizer`` (flat buckets per dtype, per-parameter
   pieces, groups, state dict) and the requirements check on a model with tied/frozen/unused/bf16 parameters;
+- ``rank_use``: ZeRO-1 against DDP(find_unused_parameters=True) when ranks use different parameters;
 - ``harness``: rank functions training with ZeRO-1/2/3 (yours), ZeroRedundancyOptimizer and FSDP2;
 - ``checkpoint``: DCP save at one world size, load at another;
 - ``measure``: the trade-off table and plots;
+- ``fsdp_records``: FSDP2's own record of the prefetches each block issued, in order (stretch A);
 - ``overlap``: FSDP2's implicit vs explicit prefetch, observed (blocks gathered while each block computes),
   timed and on the ledger, with the overlap condition (stretch A);
 - ``mixed``: bf16 parameters and gradients with fp32 master weights against FSDP2's ``MixedPrecisionPolicy``.
@@ -18,6 +20,7 @@ pieces as arguments.
 """
 
 from course_dist.labkit.lab03.checkpoint import ckpt_resume, ckpt_resume_check, ckpt_train_save
+from course_dist.labkit.lab03.fsdp_records import fsdp_records, prefetched, want_prefetched
 from course_dist.labkit.lab03.harness import (
     BATCH,
     LR,
@@ -72,6 +75,7 @@ from course_dist.labkit.lab03.overlap import (
     shard_blocks,
     want_gathered,
 )
+from course_dist.labkit.lab03.rank_use import RankUseModel, zero1_rank_use
 from course_dist.labkit.lab03.traffic import (
     bytes_moved,
     collective_counts,
@@ -103,7 +107,9 @@ __all__ = [
     "unit_count", "view_params", "watch", "WD", "wrap_policy", "zero1_check", "zero2_check", "zero3_check",
     "FlatBucket", "fsdp2_root_fraction", "QuirkyModel", "ShardedOptimizerBase", "dtype_groups",
     "inner_groups",
-    "zero1_requirements", "all_gather_s", "block_all_gather_s", "gathered", "overlap_table", "prefetch_check",
-    "prefetch_run", "shard_blocks", "want_gathered", "MixedPrecisionAdamW", "mixed_check",
+    "zero1_requirements", "RankUseModel", "zero1_rank_use",
+    "all_gather_s", "block_all_gather_s", "gathered", "overlap_table", "prefetch_check",
+    "prefetch_run", "shard_blocks", "want_gathered",
+    "fsdp_records", "prefetched", "want_prefetched", "MixedPrecisionAdamW", "mixed_check",
     "mixed_precision_check",
 ]

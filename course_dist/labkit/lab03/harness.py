@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import course_dist
+from course_dist.labkit.lab03.guards import backward_or_explain
 from course_dist.labkit.lab03.ledger import (
     MemoryLedger,
     optimizer_state_bytes,
@@ -205,9 +206,11 @@ def train_zero_redundancy(steps: int = 3, batch: int = BATCH, seed: int = 0) -> 
             "peak_bytes": peak, "steady_bytes": max(steady), "window": window, "peak_at": ledger.peak_at}
 
 
-def shard_model(model: nn.Module, policy: str | list[str], unit_cls: Callable, attach: Callable) -> list[Any]:
+def shard_model(model: nn.Module, policy: str | list[str], unit_cls: Callable, attach: Callable,
+                names_out: list[str] | None = None) -> list[Any]:
     """Build one ``unit_cls(params)`` per wrap unit (deepest first, so a unit owns only parameters no inner
-    unit claimed; the root takes the rest) and call ``attach(module, unit)`` on each. Returns the units."""
+    unit claimed; the root takes the rest) and call ``attach(module, unit)`` on each. Returns the units
+    (their module names appended to ``names_out``, the root as ``""``)."""
     names = wrap_policy(model, policy)
     claimed: set[int] = set()
     units = []
@@ -220,7 +223,10 @@ def shard_model(model: nn.Module, policy: str | list[str], unit_cls: Callable, a
         unit = unit_cls(params)
         attach(module, unit)
         units.append(unit)
+        if names_out is not None:
+            names_out.append(name)
     return units
+
 
 
 def _zero3_params(model: nn.Module, units: list[Any]) -> dict[str, torch.Tensor]:
@@ -239,7 +245,8 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
     record_single_collectives()
     with MemoryLedger() as ledger:
         model = make_model(seed).to(course_dist.device())
-        units = shard_model(model, policy, unit_cls, attach)
+        names: list[str] = []
+        units = shard_model(model, policy, unit_cls, attach, names)
         opt = torch.optim.AdamW([u.shard for u in units], lr=LR, weight_decay=WD)
         watch(model, ledger)
         ledger.mark("built")
@@ -248,7 +255,7 @@ def train_zero3(unit_cls: Callable, attach: Callable, policy: str | list[str] = 
         for step in range(steps):
             loss = _loss(model, step, batch, seed)
             after_forward.append(ledger.mark("forward done, backward next", collect=True))
-            loss.backward()
+            backward_or_explain(loss, model, units, names)
             del loss
             ledger.mark("backward done")
             if step == 0:  # AdamW is nearly blind to a constant factor on the gradient: compare gradients too
@@ -346,9 +353,13 @@ def fsdp2_check(apply_fsdp2: Callable, configs: list[dict[str, Any]], steps: int
 
 
 def zero1_check(opt_cls: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:
-    """One launch: the DDP baseline, your ZeRO-1 and torch's ZeroRedundancyOptimizer, one after the other."""
+    """One launch: the DDP baseline, your ZeRO-1 and torch's ZeroRedundancyOptimizer, one after the other,
+    then parameters used on some ranks only (``rank_use.zero1_rank_use``, after the traced windows)."""
+    from course_dist.labkit.lab03.rank_use import zero1_rank_use
+
     return {"ddp": train_ddp(steps, batch, seed), "yours": train_zero(opt_cls, steps, batch, seed),
-            "torch": train_zero_redundancy(steps, batch, seed)}
+            "torch": train_zero_redundancy(steps, batch, seed),
+            "rank_use": zero1_rank_use(opt_cls, steps, seed)}
 
 
 def zero2_check(reduce_fn: Callable, steps: int = 3, batch: int = BATCH, seed: int = 0) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import torch.distributed as dist
 from torch import nn
 
 import course_dist
+from course_dist.labkit.lab03.fsdp_records import fsdp_records, prefetched
 from course_dist.labkit.lab03.harness import BATCH, LR, WD, _loss
 from course_dist.labkit.lab03.ledger import MemoryLedger, watch
 from course_dist.labkit.lab03.model import make_model, param_dict
@@ -146,9 +147,11 @@ def prefetch_run(set_prefetch: Callable | None, depth: int | None, steps: int = 
         if ledger:
             watch(model, book)  # labels where the peak is reached (peak_at)
         t0 = time.time()
+        records: list[str] = []
         for step in range(steps):
             handles = _observe(blocks, log, order, book) if step == 1 else []
-            fb_peak = _step(model, opt, step, seed, book if step == 1 and ledger else None)
+            with fsdp_records(records if step == 1 else []):
+                fb_peak = _step(model, opt, step, seed, book if step == 1 and ledger else None)
             peak, peak_at = (fb_peak, getattr(book, "peak_at", "")) if step == 1 else (peak, peak_at)
             for h in handles:
                 h.remove()
@@ -157,6 +160,8 @@ def prefetch_run(set_prefetch: Callable | None, depth: int | None, steps: int = 
     bwd = {i: g for kind, i, g, _ in log if kind == "backward"}
     out = {"depth": depth, "forward": [fwd.get(i) for i in range(len(blocks))],
            "backward": [bwd.get(i) for i in range(len(blocks))], "order": order, "window": window,
+           # the prefetches each block issued, in FSDP2's own record of the observed step
+           "prefetched": prefetched(records, len(blocks)),
            "peak_bytes": peak, "peak_at": peak_at,
            # the ledger's live bytes as each block starts computing (index: block)
            "live_forward": [dict((i, b) for kind, i, _g, b in log if kind == "forward").get(i)

@@ -141,9 +141,13 @@ def fit_bus(meas: pd.DataFrame, world: int = 2) -> dict[str, tuple[float, float]
 
 
 def fit_table(fits: dict[str, tuple[float, float]]) -> pd.DataFrame:
-    """The fits in readable units: alpha in microseconds, bus bandwidth in GB/s (1 / beta)."""
+    """The fits in readable units: alpha in microseconds, bus bandwidth in GB/s (1 / beta). A fit whose
+    slope came out <= 0 (the time did not grow with the bytes at these sizes: noise on a shared box above
+    the bytes term) has no bandwidth: NaN and a note, never ``inf`` (its predictions price alpha only)."""
     return pd.DataFrame([{"collective": c, "alpha_us": a * 1e6,
-                          "bus_GB_per_s": 1e-9 / b if b > 0 else math.inf} for c, (a, b) in fits.items()])
+                          "bus_GB_per_s": 1e-9 / b if b > 0 else math.nan,
+                          "note": "" if b > 0 else "not resolved: time did not grow with bytes; rerun"}
+                         for c, (a, b) in fits.items()])
 
 
 def predicted_comm_s(trace: pd.DataFrame, world: int, rank: int, steps: int,

@@ -4,6 +4,8 @@ the exercise is only the sharding step (``shard_range``, a reduce-scatter, the i
 - ``FlatBucket``: the parameters of one dtype laid end to end in one padded flat buffer (``full``) that the
   parameters become views of; ``pieces`` are this rank's slices of it, one per parameter it overlaps (the
   inner optimizer steps those, so its state is per parameter piece, exactly as it would be per parameter);
+  ``grad_flags`` says which parameters have a gradient on this rank (only this rank: ranks may use different
+  parameters), ``set_piece_grads`` takes the flags to step by;
 - ``ShardedOptimizerBase``: a ``torch.optim.Optimizer`` (``param_groups``, ``zero_grad``, LR schedulers)
   whose ``state_dict`` is this rank's shard of the wrapped optimizer's state.
 
@@ -79,14 +81,26 @@ class FlatBucket:
             offset += n
         return flat
 
-    def set_piece_grads(self, grad_shard: torch.Tensor) -> None:
-        """Hand my averaged gradient chunk to my pieces; a piece whose parameter has no gradient gets
-        ``None`` (the wrapped optimizer then skips it, as it would skip the parameter)."""
+    def grad_flags(self) -> torch.Tensor:
+        """One int32 per parameter (bucket order): 1 where THIS rank's ``p.grad`` exists, else 0. Local only:
+        another rank may have used a parameter this rank did not."""
+        return torch.tensor([p.grad is not None for p in self.params], dtype=torch.int32,
+                            device=self.full.device)
+
+    def set_piece_grads(self, grad_shard: torch.Tensor, has_grad: torch.Tensor) -> None:
+        """Hand my averaged gradient chunk to my pieces. ``has_grad``: one flag per parameter (bucket order),
+        true where the parameter has a gradient; a piece whose flag is false gets ``None`` (the wrapped
+        optimizer then skips it, as it would skip the parameter)."""
         if grad_shard.numel() < self.end - self.start or grad_shard.dtype != self.dtype:
             raise ValueError(f"gradient shard of {grad_shard.numel()} {grad_shard.dtype} elements, want at "
                              f"least {self.end - self.start} {self.dtype}")
+        flags = torch.as_tensor(has_grad).reshape(-1)
+        if flags.numel() != len(self.params):
+            raise ValueError(f"has_grad has {flags.numel()} flags, want one per parameter of the bucket "
+                             f"({len(self.params)})")
+        index = {id(p): i for i, p in enumerate(self.params)}
         for p, piece, at in self.pieces:
-            piece.grad = None if p.grad is None else grad_shard[at:at + piece.numel()]
+            piece.grad = grad_shard[at:at + piece.numel()] if bool(flags[index[id(p)]]) else None
 
     def clear_piece_grads(self) -> None:
         for _p, piece, _at in self.pieces:
@@ -218,7 +232,10 @@ def zero1_requirements(opt_cls: type, steps: int = 3, seed: int = 0) -> dict[str
     parameter groups and a StepLR schedule. One entry per requirement."""
     import torch.distributed as dist
 
+    from course_dist.labkit.lab03.rank_use import zero1_rank_use
+
     out: dict[str, Any] = {}
+    rank_use = zero1_rank_use(opt_cls, steps, seed)  # parameters used on some ranks only (issue 33)
     for name, cls, kw in [("AdamW", torch.optim.AdamW, {"lr": 1e-2, "weight_decay": 0.1}),
                           ("SGD", torch.optim.SGD, {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01})]:
         ref = QuirkyModel(seed)
@@ -266,5 +283,6 @@ def zero1_requirements(opt_cls: type, steps: int = 3, seed: int = 0) -> dict[str
         r["resume_diff"] = max(float((p.detach().float() - q.detach().float()).abs().max())
                                for p, q in zip(again.parameters(), mine.parameters(), strict=True))  # noqa: E501
         r["world"] = dist.get_world_size()
+        r["rank_use"] = rank_use[name]
         out[name] = r
     return out

@@ -9,7 +9,8 @@ power-loss simulation, the failure simulator. Never a solution, never a hidden t
     lab04.read_progress(root)                            # exercise 4
 
 One concept per module: ``trainer`` (model, data, RNGs), ``resume`` (next-step equivalence checks),
-``simple`` (the simple checkpointer and the stall measurement), ``ckptfmt`` (on-disk format and its oracle),
+``simple`` (the simple checkpointer and the stall measurement), ``ckptfmt`` (on-disk format, its oracle,
+retention),
 ``recorder`` (watch and kill a writer), ``powerloss`` (what a power cut leaves), ``drills`` (kill drill,
 protocol rules), ``damage`` (corruption and retention drills), ``distributed`` (stretch A),
 ``elastic`` (exercise 3), ``recovery`` (exercise 4), ``sim`` (stretch B's failure simulator), ``sharded``
@@ -34,7 +35,7 @@ from . import (
     sim,
     simple,
 )
-from .ckptfmt import MANIFEST, Loaded, demo_parts, same, step_dir_name, verify_dir
+from .ckptfmt import MANIFEST, Loaded, demo_parts, prune, retire, same, step_dir_name, verify_dir
 from .damage import corruption_drill, drill_variants, keep_drill
 from .distributed import distributed_drill
 from .drills import kill_drill, protocol_problems
@@ -45,7 +46,6 @@ from .recovery import (
     RecoveryReport,
     dump_job,
     read_progress,
-    recovery_from_log,
     run_pickled,
     uninterrupted_world,
 )
@@ -75,8 +75,8 @@ __all__ = [
     "ckptfmt", "corruption_drill", "damage", "dcp_drill", "dcpstall", "demo_parts", "dir_bytes",
     "distributed", "distributed_drill", "drill_variants", "drills", "dump_job", "elastic", "elastic_drill",
     "epoch_order", "fingerprint", "fixed_batches", "keep_drill", "kill_drill", "layout", "make_data",
-    "measure_save", "params_vector", "power_loss", "powerloss", "protocol_problems", "random_combos",
-    "read_progress", "recorder", "recovery", "recovery_from_log", "resume", "roundtrip", "run_in_child",
+    "measure_save", "params_vector", "power_loss", "powerloss", "protocol_problems", "prune", "random_combos",
+    "read_progress", "recorder", "recovery", "resume", "retire", "roundtrip", "run_in_child",
     "run_pickled", "same", "scramble_rngs", "seed_rank_rngs", "sharded", "sim", "simple", "simple_load",
     "simple_save", "step_dir_name", "stream_drill", "to_cpu", "train", "uninterrupted", "uninterrupted_world",
     "verify_dir",

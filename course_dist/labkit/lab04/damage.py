@@ -92,7 +92,7 @@ def keep_drill(save: SaveFn, *, keep: int = 2, steps: int = 5, stale: int = 9) -
     """Retention, one row per case (``problem`` empty = good):
 
     - ``keep``: saving steps 1..``steps`` leaves exactly the newest ``keep`` and ``latest`` names the last;
-    - ``keep=0``: refused with ValueError (it would mean "keep nothing", not "keep everything");
+    - ``keep=0`` and ``keep=-1``: refused with ValueError naming the value (``keep < 1``, not ``keep == 0``);
     - leftover ``.trash-*`` directories (a crash in the middle of an earlier delete) do not break a save, a
       prune, or a re-save of a step that exists;
     - resumed past a broken newer directory (``step-<stale>`` without manifest) and an incomplete older one:
@@ -126,16 +126,20 @@ def keep_drill(save: SaveFn, *, keep: int = 2, steps: int = 5, stale: int = 9) -
     want = [step_dir_name(s) for s in range(max(1, steps - keep + 1), steps + 1)]
     case(f"keep={keep}, {steps} saves", want, newest, step_dir_name(steps))
 
-    def keep_zero(root: Path) -> None:
-        try:
-            save(root, 1, demo_parts(1), keep=0)
-        except ValueError as e:
-            if "0" not in str(e):
-                raise AssertionError(f"the ValueError for keep=0 does not name the value: {e}") from None
-            return
-        raise AssertionError("keep=0 did not raise ValueError (keep must be >= 1)")
+    def refused(bad_keep: int) -> Callable[[Path], None]:
+        def run(root: Path) -> None:
+            try:
+                save(root, 1, demo_parts(1), keep=bad_keep)
+            except ValueError as e:
+                if str(bad_keep) not in str(e):
+                    raise AssertionError(
+                        f"the ValueError for keep={bad_keep} does not name the value: {e}") from None
+                return
+            raise AssertionError(f"keep={bad_keep} did not raise ValueError (keep must be >= 1)")
+        return run
 
-    case("keep=0 refused", [], keep_zero)
+    case("keep=0 refused", [], refused(0))
+    case("keep=-1 refused", [], refused(-1))  # "keep < 1", not "keep == 0"
 
     def debris(root: Path) -> None:
         save(root, 1, demo_parts(1), keep=3)

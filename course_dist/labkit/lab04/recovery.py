@@ -1,7 +1,7 @@
 """Exercise 4's support: the supervisor's report, the bitwise baseline, the progress log, torchrun entry.
 
-- :class:`RecoveryReport` is what ``supervise`` returns; :func:`recovery_from_log` recomputes its
-  recovery times and lost work from ``progress.log`` alone (the check the tests and the judge apply).
+- :class:`RecoveryReport` is what ``supervise`` returns; its recovery times and lost work are the student's
+  to compute from ``progress.log`` (:func:`read_progress`): no helper here computes them (the judge does).
 - :func:`uninterrupted_world` is the bitwise baseline; :func:`run_pickled` lets torchrun run a notebook
   function (``python -m course_dist.run course_dist.labkit.lab04.recovery:run_pickled job.pkl``).
 
@@ -74,15 +74,3 @@ def run_pickled(path: str) -> Any:
     fn, args = cloudpickle.loads(Path(path).read_bytes())
     return fn(*args, attempt=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0))
 
-
-def recovery_from_log(progress: pd.DataFrame) -> dict[str, list]:
-    """Per restart, from ``read_progress`` rows alone: ``recovery_s`` (first step completed by the next
-    attempt minus the last step completed by the failed one) and ``lost_steps`` (steps the failed attempt
-    completed beyond the step the next attempt resumed from, = its first step - 1)."""
-    attempts = sorted(int(a) for a in progress["attempt"].unique())
-    recovery, lost = [], []
-    for a, nxt in zip(attempts, attempts[1:], strict=False):
-        failed, new = progress[progress["attempt"] == a], progress[progress["attempt"] == nxt]
-        recovery.append(float(new["time"].min() - failed["time"].max()))
-        lost.append(int(failed["step"].max()) - (int(new["step"].min()) - 1))
-    return {"recovery_s": recovery, "lost_steps": lost}

@@ -1,7 +1,7 @@
 """The simple checkpointer exercises 3 and 4 lean on (NOT exercise 1's or 2's answer), the stall
 measurement of the solution card, and the rank functions the elastic and recovery drills launch.
 
-    path = lab04.simple_save(root, trainer)          # rank 0 writes model/optimizer/scheduler/position
+    path = lab04.simple_save(root, trainer)          # EVERY rank calls it; rank 0 writes, then all meet
     lab04.simple_load(root, fresh_trainer)           # -> its step, or None
     lab04.measure_save(save_checkpoint, capture_state, cfg, root)   # the card's latency/capacity inputs
 """
@@ -24,15 +24,24 @@ import course_dist
 
 from .trainer import BatchFn, Config, Trainer, params_vector
 
+SAVE_WAIT_S = 15.0  # a rank arrives within milliseconds of the others; 15 s is for a loaded 2-core box
+
 
 # ---- the simple checkpointer exercises 4 and 5 lean on (NOT exercise 1's or 2's answer) --------------------
-def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False) -> Path:
-    """Rank 0 writes model, optimizer, scheduler and position to ``root/simple-<step>.pt`` (tmp + rename).
+def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False,
+                wait_s: float = SAVE_WAIT_S) -> Path:
+    """Call on **every** rank: rank 0 writes model, optimizer, scheduler and position to
+    ``root/simple-<step>.pt`` (tmp + rename), then every rank meets in a barrier.
 
     Deliberately minimal: no RNG (use ``Config(stateless_rng=True)``), no checksums, no manifest, nothing per
     rank, fsync only if ``durable``. Good enough for a crashed *process*; exercises 1-3 build the real one.
+    Called on some ranks only (``if rank == 0: simple_save(...)``), the barrier would wait for ranks that are
+    already in the next step's all-reduce until the launcher's timeout: instead, a rank that does not arrive
+    within ``wait_s`` seconds makes the caller raise a RuntimeError naming the missing ranks.
     """
     path = Path(root) / f"simple-{tr.step:08d}.pt"
+    if tr.world_size > 1:
+        _all_ranks_arrive(tr, wait_s)
     if tr.rank == 0:
         state = {
             "model": tr.model.state_dict(),
@@ -59,6 +68,26 @@ def simple_save(root: str | os.PathLike, tr: Trainer, *, durable: bool = False) 
     if tr.world_size > 1:
         dist.barrier()  # nobody runs ahead of a save that may be needed for the restart
     return path
+
+
+def _all_ranks_arrive(tr: Trainer, wait_s: float) -> None:
+    """Each rank marks its arrival at this step's save in the process group's store, then waits for the others
+    (not a collective: a rank that never calls simple_save is then named, not waited on forever)."""
+    store = dist.distributed_c10d._get_default_store()
+    key = f"lab04/simple_save/{tr.step}"
+    store.set(f"{key}/{tr.rank}", "1")
+    deadline = time.monotonic() + wait_s
+    missing = list(range(tr.world_size))
+    while missing:
+        missing = [r for r in missing if not store.check([f"{key}/{r}"])]
+        if missing and time.monotonic() > deadline:
+            raise RuntimeError(
+                f"simple_save at step {tr.step}: rank(s) {missing} did not call simple_save within "
+                f"{wait_s:.0f} s (rank {tr.rank} did). Every rank must call simple_save at the same step: "
+                f"rank 0 writes, then all meet in a barrier; called on rank 0 only it waits for ranks "
+                f"already in the next step.")
+        if missing:
+            time.sleep(0.005)
 
 
 def simple_load(root: str | os.PathLike, tr: Trainer) -> int | None:

@@ -12,7 +12,8 @@ import importlib
 from typing import Any
 
 _EXPORTS: dict[str, tuple[str, str]] = {
-    **{n: ("hangs", n) for n in ("CASES", "WORLD", "Frame", "plant", "truth", "user_frames")},
+    **{n: ("hangs", n) for n in ("ALL_CASES", "CASES", "MORE_CASES", "WORLD", "Frame", "plant", "truth",
+                                   "user_frames")},
     **{n: ("frdumps", n) for n in ("fr_dumps", "read_dumps")},
     "fr_truth": ("frdumps", "truth"),
     **{n: ("plots", n) for n in ("plot_scaling_sim", "plot_step_tail")},

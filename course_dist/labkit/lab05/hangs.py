@@ -1,4 +1,5 @@
-"""Planted hangs for exercise 1: six classic ways a job hangs, each ending as a real ``LaunchTimeout``.
+"""Planted hangs for exercise 1: six classic ways a job hangs and two where the culprit's stack is not at its
+divergent call (it moved past an async one; it waits inside a helper), each ending as a ``LaunchTimeout``.
 
 Every scenario is a rank function ``fn(culprit)`` run at world 3 (an odd one out needs a majority: at world 2
 "which of the two is odd" has no answer from the trace alone). The line that plants the bug carries a
@@ -6,7 +7,8 @@ Every scenario is a rank function ``fn(culprit)`` run at world 3 (an odd one out
 line) is never typed by hand.
 
 ``plant(cases)`` launches all cases *concurrently* from threads (``launch`` is thread-safe: each launch hosts
-its own store), so six 3-second hangs cost one timeout of wall time, not six.
+its own store), so eight 3-second hangs cost about one timeout of wall time, not eight (measured warm, world
+3 on 2 shared cores under load 13-18: 4.7-8.4 s for all eight).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from torch import nn
 WORLD = 3
 CASES = ("extra_collective", "op_mismatch", "shape_mismatch", "conditional_barrier", "uneven_epoch",
          "ddp_unused")
+# two more, where the culprit's stack is not its divergent call's line: it moved past an async call
+# (async_extra), or it is stuck inside a helper the case's function called (ddp_uneven)
+MORE_CASES = ("async_extra", "ddp_uneven")
+ALL_CASES = CASES + MORE_CASES
 
 
 def _grad_allreduce(model: nn.Module) -> None:
@@ -107,6 +113,37 @@ def ddp_unused(culprit: int) -> None:
     dist.all_reduce(loss.detach(), group=log_group)
 
 
+def _log_metrics(loss: torch.Tensor) -> None:
+    """A logging helper that averages a metric without waiting for it (``async_op=True``)."""
+    dist.all_reduce(loss, async_op=True)  # planted: async_extra
+
+
+def async_extra(culprit: int) -> None:
+    """The culprit alone logs its loss through a helper that starts an all_reduce with ``async_op=True`` and
+    never waits for it: it moves past that call to the barrier everyone makes. Its stack (and its last
+    collective) shows the barrier; its divergent call is the all_reduce. With CUDA tensors torch's docs say
+    even a synchronous collective returns once enqueued, so there a rank's stack is usually past it."""
+    loss = torch.ones(1) * dist.get_rank()
+    if dist.get_rank() == culprit:
+        _log_metrics(loss)
+    dist.barrier()
+
+
+def _train_step(model: nn.Module, x: torch.Tensor) -> None:
+    model(x).square().mean().backward()  # planted: ddp_uneven
+
+
+def ddp_uneven(culprit: int) -> None:
+    """Uneven inputs under DDP: the culprit's shard holds one batch more. Its extra step waits in DDP's bucket
+    all-reduce (C++, not traced) at the end of backward, inside the train-step helper, while the others log
+    the epoch's loss on a group of their own."""
+    log_group = dist.new_group(backend="gloo")
+    model = nn.parallel.DistributedDataParallel(_model())
+    for i in range(3 if dist.get_rank() == culprit else 2):
+        _train_step(model, torch.randn(4, 4, generator=torch.Generator().manual_seed(i)))
+    dist.all_reduce(torch.ones(1), group=log_group)
+
+
 _SEQ = {  # the collective number (WORLD group) where the ranks first disagree
     "extra_collective": 0,
     "op_mismatch": 0,
@@ -114,6 +151,8 @@ _SEQ = {  # the collective number (WORLD group) where the ranks first disagree
     "conditional_barrier": 1,
     "uneven_epoch": 2 * 4,  # 2 batches x 4 parameters, then the culprit is at its barrier
     "ddp_unused": 0,  # DDP's own collectives run in C++ and are not traced: the log group's first one
+    "async_extra": 0,
+    "ddp_uneven": 0,  # as ddp_unused: the log group's first one
 }
 _OP = {  # what the culprit called at that number (None: it never got there)
     "extra_collective": "all_reduce",
@@ -122,6 +161,8 @@ _OP = {  # what the culprit called at that number (None: it never got there)
     "conditional_barrier": "barrier",
     "uneven_epoch": "barrier",
     "ddp_unused": None,
+    "async_extra": "all_reduce",
+    "ddp_uneven": None,
 }
 
 
@@ -132,8 +173,8 @@ def _marker_lines() -> dict[str, int]:
 
 def truth(case: str, culprit: int) -> dict[str, Any]:
     """The diagnosis a correct ``diagnose`` returns for ``plant``'s result of (case, culprit)."""
-    if case not in CASES:
-        raise ValueError(f"case must be one of {CASES}, got {case!r}")
+    if case not in ALL_CASES:
+        raise ValueError(f"case must be one of {ALL_CASES}, got {case!r}")
     if not 0 <= culprit < WORLD:
         raise ValueError(f"culprit must be a rank in [0, {WORLD}), got {culprit!r}")
     return {"rank": culprit, "seq": _SEQ[case], "op": _OP[case], "line": _marker_lines()[case]}
@@ -169,7 +210,7 @@ def _run(case: str, culprit: int, timeout: float) -> BaseException | None:
 
 
 def plant(cases: list[tuple[str, int]], timeout: float = 3.0,
-          parallel: int = 6) -> list[BaseException | None]:
+          parallel: int = 8) -> list[BaseException | None]:
     """Run each ``(case, culprit)`` at world 3 with ``trace=True``, ``parallel`` at once (one thread per
     launch); return what each raised (a ``LaunchTimeout``), in order. ``timeout``: the launcher's, seconds."""
     for case, culprit in cases:

@@ -1,0 +1,103 @@
+"""The process boundary's two pieces without a sandbox (issue 32): the data-only wire format, and the student
+host behind proxies (the graded path with bubblewrap is autograder/tests/test_boundary.py)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from course_dist import _wire
+from course_dist.card import Limit
+from course_dist.errors import LaunchTimeout, RankError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_wire_round_trips_what_rank_results_hold() -> None:
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    df.attrs["protocol"] = ["rule"]
+    value = {
+        "t": torch.randn(3, 2), "bf16": torch.ones(2, dtype=torch.bfloat16), "scalar": torch.tensor(3),
+        "bool": torch.tensor([True, False]), "empty": torch.zeros(2, 0), "floats": [1.5, math.inf],
+        "big": 2**70, (1, 2): "tuple key", "set": {1, 2}, "size": torch.Size([2, 3]), "dtype": torch.float16,
+        "df": df, "path": Path("/tmp/x"), "limit": Limit(1.0, "s", "note"), "bytes": b"\x00\x01",
+    }
+    back = _wire.decode(_wire.encode(value))
+    assert torch.equal(back["t"], value["t"]) and back["bf16"].dtype == torch.bfloat16
+    assert back["scalar"].shape == () and back["empty"].shape == (2, 0) and back["big"] == 2**70
+    assert back[(1, 2)] == "tuple key" and back["set"] == {1, 2} and back["size"] == torch.Size([2, 3])
+    assert back["df"].equals(df) and back["df"].attrs == {"protocol": ["rule"]}, back["df"]
+    assert back["limit"] == value["limit"] and back["path"] == Path("/tmp/x") and back["bytes"] == b"\x00\x01"
+    assert math.isinf(back["floats"][1])
+
+
+def test_wire_refuses_what_it_cannot_rebuild_without_running_code() -> None:
+    class Mine:
+        pass
+
+    with pytest.raises(_wire.WireError, match="Mine"):
+        _wire.encode(Mine())
+    # a dataclass tag naming a class outside the course, or malformed bytes: refused, nothing imported
+    for head in (b'{"dc":"os:system","fields":{"d":[]}}', b"not json", b'{"zz":1}'):
+        blob = len(head).to_bytes(8, "big") + head
+        with pytest.raises(_wire.WireError):
+            _wire.decode(blob)
+
+
+def test_wire_carries_the_course_exceptions() -> None:
+    e = LaunchTimeout("hung", timeout=3.0, stacks={0: "a", 1: "b"}, last_collective={0: {"op": "x"}})
+    back = _wire.decode(_wire.encode(e))
+    assert isinstance(back, LaunchTimeout) and back.stacks == {0: "a", 1: "b"} and str(back) == "hung"
+    r = _wire.decode(_wire.encode(RankError("rank 1 raised", rank=1, remote_traceback="tb")))
+    assert isinstance(r, RuntimeError) and r.rank == 1, vars(r)
+    odd = _wire.decode(_wire.encode(type("Custom", (Exception,), {})("boom")))
+    assert isinstance(odd, _wire.StudentError) and "Custom: boom" in str(odd)
+
+
+@pytest.fixture()
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    sock = str(tmp_path / "s.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "course_dist.student", "--host", sock], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(sock):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()[-2000:]
+        time.sleep(0.05)
+    import course_dist.student as student
+
+    monkeypatch.setenv(student.SOCKET_VAR, sock)
+    monkeypatch.setattr(student, "_CLIENT", None)
+    yield student
+    proc.kill()
+    proc.wait()
+
+
+def test_answer_cells_reach_only_their_declared_names(host, monkeypatch) -> None:  # noqa: ANN001
+    import course_dist
+
+    ns: dict = {}
+    monkeypatch.setattr(host, "_user_ns", lambda: ns)  # the trusted side's namespace, for this test
+    real_launch = course_dist.launch
+    source = (
+        "%time _x = 1\n"
+        "import course_dist\n"
+        "def double(t):\n    return t * 2\n"
+        "course_dist.launch = print          # a patch over there\n"
+        "launch = print                       # a bare name over there\n"
+        "value = 7\n"
+    )
+    host.run_answer("x_solution", source, ["double", "value"])
+    assert set(ns) == {"double", "value"}, f"bound {sorted(ns)}: only the declared names may come back"
+    assert ns["value"] == 7 and isinstance(ns["double"], host.StudentProxy)
+    assert torch.equal(ns["double"](torch.ones(2)), torch.full((2,), 2.0))
+    assert course_dist.launch is real_launch, "a patch in the student process reached the trusted side"
+    with pytest.raises(ValueError, match="nope 3"):
+        host.run_answer("y_solution", "def bad():\n    raise ValueError('nope 3')\nbad()\n", ["bad"])
