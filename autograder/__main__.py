@@ -304,11 +304,13 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(df.to_string(index=False) + "\n")
         return 0
     if args.cmd == "merge":
+        from autograder.manual import final_rows
         from autograder.merge import merge_shards
 
         try:  # issue 35: a folder that is not a shard, shards that do not belong together -> one line
             df = merge_shards(
-                args.shards, args.out or cfg.build / "grades.csv", args.gradebook or cfg.gradebook, cfg
+                args.shards, args.out or cfg.build / "grades.csv", args.gradebook or cfg.gradebook,
+                finalize=lambda rows, gb: final_rows(cfg, rows, gb),
             )
         except ValueError as exc:
             sys.stderr.write(f"merge: {exc}\n")

@@ -25,6 +25,8 @@ import pandas as pd
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.config import CourseConfig
+from autograder.merge import answers_file, record_answers  # noqa: F401 - re-exported
+from autograder.merge import load_answers as _load_answers
 
 log = logging.getLogger("autograder.manual")
 
@@ -385,37 +387,11 @@ c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPre
 
 
 # ---- regrades ----------------------------------------------------------------------------------------------
-def answers_file(db: Path) -> Path:
-    """Beside a gradebook (``gradebook.db`` -> ``gradebook.answers.json``): per graded submission, the digest
-    of each written answer as last graded. A regrade compares against it (grading rewrites the autograded
-    notebook and the feedback folder, so neither can say what the hand-grader read)."""
-    return Path(db).with_name(Path(db).stem + ".answers.json")
-
-
-def _load_answers(db: Path) -> dict[str, dict[str, str]]:
-    import json
-
-    try:
-        return json.loads(answers_file(db).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def unchanged_answers(db: Path, o) -> set[str]:  # noqa: ANN001 - outcome.Outcome
     """grade_ids of ``o``'s written answers whose text is the one last graded into gradebook ``db``: a
     hand-given score of such an answer still holds after the regrade."""
     before = _load_answers(db).get(f"{o.student}/{o.lab}", {})
     return {gid for gid, digest in o.answers.items() if before.get(gid) == digest}
-
-
-def record_answers(db: Path, entries: dict[str, dict[str, str]]) -> None:
-    """Merge ``entries`` ('student/lab' -> grade_id -> digest) into ``db``'s answers file (atomic)."""
-    from autograder.merge import write_json
-
-    known = _load_answers(db)
-    if all(known.get(k) == v for k, v in entries.items()):
-        return
-    write_json(answers_file(db), {**known, **entries})
 
 
 def with_hand_points(db: Path, o):  # noqa: ANN001, ANN201 - outcome.Outcome

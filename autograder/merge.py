@@ -214,13 +214,12 @@ def _check_runs(runs: dict[Path, dict]) -> None:
                 )
 
 
-def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path, cfg=None) -> pd.DataFrame:  # noqa: ANN001
+def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path, finalize=None) -> pd.DataFrame:  # noqa: ANN001
     """Combine shard CSVs and gradebooks into ``out_csv`` and ``gradebook``; idempotent. Returns the CSV.
-    With the course ``cfg``, each ``ok`` row counts the hand-given points ``gradebook`` holds (a shard graded
-    from an older gradebook copy does not know them), as ``export`` would."""
+    ``finalize(rows, gradebook)`` (the CLI passes ``manual.final_rows`` for the course): each ``ok`` row then
+    counts the hand-given points ``gradebook`` holds (a shard graded from an older gradebook copy does not
+    know them), as ``export`` would. A callback, so that ``merge`` imports nothing of ``manual``."""
     import shutil
-
-    from autograder.manual import _load_answers, record_answers
 
     if not shard_dirs:
         raise ValueError("merge needs at least one shard directory (each holding grades.csv, gradebook.db)")
@@ -252,7 +251,7 @@ def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path, cfg=Non
             if lab in labs and lab in target:
                 write_submission(gradebook, student, lab, cells, review_kept=False)
         # the written answers each shard graded: a later regrade on the course gradebook compares with them
-        shard_answers = _load_answers(d / "gradebook.db")
+        shard_answers = load_answers(d / "gradebook.db")
         record_answers(gradebook, {k: v for k, v in shard_answers.items() if k.rpartition("/")[2] in labs})
         rows.append(df)
     all_rows = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
@@ -263,10 +262,8 @@ def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path, cfg=Non
             f"{dup[['student', 'lab']].head(3).to_dict('records')}; were the shards cut with the same N?"
         )
     records = all_rows.to_dict("records")
-    if cfg is not None and records:  # hand-given points of the course gradebook (issue 35)
-        from autograder.manual import final_rows
-
-        finals = {(w["student"], w["lab"]): w for _, w in final_rows(cfg, all_rows, gradebook)[0]}
+    if finalize is not None and records:  # hand-given points of the course gradebook (issue 35)
+        finals = {(w["student"], w["lab"]): w for _, w in finalize(all_rows, gradebook)[0]}
         records = [{**r, **finals.get((r["student"], r["lab"]), {})} for r in records]
     merged = write_csv(records, out_csv)
     run = {**next(iter(runs.values())), "shard": None, "merged": [str(d) for d in runs]}
@@ -275,3 +272,30 @@ def merge_shards(shard_dirs: list[Path], out_csv: Path, gradebook: Path, cfg=Non
     export_nbgrader(gradebook, gradebook.parent / "grades_nbgrader.csv")
     log.info("merged %d shard(s), %d rows -> %s and %s", len(runs), len(all_rows), out_csv, gradebook)
     return merged
+
+
+# ---- written answers as last graded (issue 35: hand points survive regrades) -----------------------------
+def answers_file(db: Path) -> Path:
+    """Beside a gradebook (``gradebook.db`` -> ``gradebook.answers.json``): per graded submission, the digest
+    of each written answer as last graded. A regrade compares against it (grading rewrites the autograded
+    notebook and the feedback folder, so neither can say what the hand-grader read)."""
+    return Path(db).with_name(Path(db).stem + ".answers.json")
+
+
+def load_answers(db: Path) -> dict[str, dict[str, str]]:
+    import json
+
+    try:
+        return json.loads(answers_file(db).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def record_answers(db: Path, entries: dict[str, dict[str, str]]) -> None:
+    """Merge ``entries`` ('student/lab' -> grade_id -> digest) into ``db``'s answers file (atomic)."""
+    known = load_answers(db)
+    if all(known.get(k) == v for k, v in entries.items()):
+        return
+    write_json(answers_file(db), {**known, **entries})
+
+
