@@ -33,7 +33,7 @@
 # Everything is fp32 on CPU (gloo): 4 bytes of parameter, 4 of gradient and 8 of AdamW state (two moments)
 # per parameter. The lab model has an odd parameter count on purpose: shards are uneven.
 #
-# Five core exercises (~90 min, 85 points); two optional stretch exercises at the end (15 points): explicit
+# Five core exercises (~88 min, 85 points); two optional stretch exercises at the end (15 points): explicit
 # prefetch along the block chain, measured against torch's implicit prefetch (A), and the mixed-precision
 # master-weight step against FSDP2's `MixedPrecisionPolicy` (B).
 #
