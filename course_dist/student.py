@@ -66,7 +66,9 @@ class _Client:
     def __init__(self, path: str) -> None:
         self.path, self.sock, self.broken, self.pending = path, None, "", False
 
-    def request(self, kind: str, **kw: Any) -> Any:
+    def request(self, kind: str, *, raise_error: bool = True, **kw: Any) -> Any:
+        """Send one request; returns the reply's value (``raise_error=False``: the whole reply, whose
+        ``error`` the caller raises itself)."""
         import cloudpickle
 
         if self.broken:
@@ -93,6 +95,8 @@ class _Client:
         for name, text in (("stdout", reply.get("stdout")), ("stderr", reply.get("stderr"))):
             if text:
                 getattr(sys, name).write(text)
+        if not raise_error:
+            return reply
         if "error" in reply:
             raise reply["error"]
         return reply.get("value")
@@ -168,14 +172,14 @@ def shipped_student_code() -> bool:
 def run_answer(grade_id: str, source: str, names: list[str]) -> None:
     """(Trusted kernel) execute an answer cell in the student process and bind its declared ``names`` here."""
     __tracebackhide__ = True
-    try:
-        found = _client().request("exec", grade_id=grade_id, source=source, names=list(names),
-                                  context=_context())
-    finally:
-        pass
+    reply = _client().request("exec", raise_error=False, grade_id=grade_id, source=source, names=list(names),
+                              context=_context())
+    # bound even when the cell raised later on: a notebook keeps what a cell defined before its error
     user = _user_ns()
-    for name, (kind, value, doc) in (found or {}).items():
+    for name, (kind, value, doc) in (reply.get("value") or {}).items():
         user[name] = StudentProxy(name, kind, doc) if kind in ("function", "class", "object") else value
+    if "error" in reply:
+        raise reply["error"]
 
 
 def student_side(fn: Any, *args: Any, **kwargs: Any) -> Any:

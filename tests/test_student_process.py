@@ -101,3 +101,4 @@ def test_answer_cells_reach_only_their_declared_names(host, monkeypatch) -> None
     assert course_dist.launch is real_launch, "a patch in the student process reached the trusted side"
     with pytest.raises(ValueError, match="nope 3"):
         host.run_answer("y_solution", "def bad():\n    raise ValueError('nope 3')\nbad()\n", ["bad"])
+    assert isinstance(ns.get("bad"), host.StudentProxy), "bound although the cell raised after defining it"
