@@ -76,15 +76,22 @@ def render(edges: dict[str, set[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_design(root: Path = ROOT) -> bool:
-    path = root / "DESIGN.md"
+def replace_section(path: Path, begin: str, end: str, body: str) -> bool:
+    """Put ``body`` between the markers ``begin`` and ``end`` of ``path`` (a generated section of a doc);
+    returns whether anything changed. A ValueError names missing markers."""
     text = path.read_text(encoding="utf-8")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = f"{head}{BEGIN}\n{render(import_graph(root))}\n{END}{tail}"
+    if begin not in text or end not in text:
+        raise ValueError(f"{path}: no {begin} ... {end} markers")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    new = f"{head}{begin}\n{body}\n{end}{tail}"
     if new != text:
         path.write_text(new, encoding="utf-8")
     return new != text
+
+
+def write_design(root: Path = ROOT) -> bool:
+    return replace_section(root / "DESIGN.md", BEGIN, END, render(import_graph(root)))
 
 
 if __name__ == "__main__":

@@ -123,16 +123,9 @@ def table(cfg: CourseConfig) -> str:
 
 def write_design(cfg: CourseConfig) -> bool:
     """Put the table into DESIGN.md between the markers; returns whether anything changed."""
-    path = cfg.root / "DESIGN.md"
-    text = path.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"{path}: no {BEGIN} ... {END} markers for the trust table")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = f"{head}{BEGIN}\n{table(cfg)}\n{END}{tail}"
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
+    from autograder.imports import replace_section
+
+    return replace_section(cfg.root / "DESIGN.md", BEGIN, END, table(cfg))
 
 
 def main(argv: list[str]) -> int:
