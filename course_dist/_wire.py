@@ -1,7 +1,8 @@
 """A data-only wire format: what the student process sends back to the trusted side (issue 32).
 
-Decoding runs no code of the sender's choosing: no pickle, no import by a name the data gives (dataclasses are
-rebuilt only from an allow-list of course classes, exceptions only as builtins or course exceptions). What
+Decoding runs no code of the sender's choosing: no pickle, and the only modules a name in the data can import
+are the course's own (``course_dist.*``: dataclasses and exceptions are rebuilt from course classes only,
+exceptions otherwise as builtins or ``StudentError``). What
 crosses: ``None``, ``bool``, ``int``, ``float`` (nan and inf included), ``str``, ``bytes``, lists, tuples,
 sets, dicts (any of these as keys), ``torch.Tensor`` (CPU, any dtype), ``torch.dtype``, ``torch.Size``,
 ``torch.device``, paths, numpy arrays and scalars, pandas ``DataFrame`` and ``Series``, course dataclasses
@@ -305,10 +306,9 @@ def rebuild_exception(rec: dict) -> BaseException:
     cls: Any = None
     if mod == "builtins":
         cls = getattr(builtins, name, None)
-    elif mod.startswith(TRUSTED_PREFIXES) or mod.startswith("torch."):
+    elif mod.startswith(TRUSTED_PREFIXES):
         try:
-            owner = importlib.import_module(mod) if not mod.startswith("torch.") else None
-            cls = getattr(owner, name, None) if owner else None
+            cls = getattr(importlib.import_module(mod), name, None)
         except ImportError:
             cls = None
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
