@@ -35,7 +35,7 @@ from autograder.config import CourseConfig
 from autograder.merge import BASE_COLUMNS, TAIL_COLUMNS, read_csv, run_file, write_csv, write_json
 from autograder.outcome import Outcome, outcome_from_result, outcome_row, source_cells
 from autograder.procs import TOKEN_VAR
-from autograder.shard import REFUSED, Submission, find_submissions
+from autograder.shard import Submission, find_submissions
 
 __all__ = ["BASE_COLUMNS", "TAIL_COLUMNS", "Outcome", "grade", "write_csv"]
 log = logging.getLogger("autograder.grade")
@@ -111,16 +111,29 @@ def _spec(run: Run, sub: Submission, work: Path, token: str) -> dict:
     return spec
 
 
+def _unmount_under(path: Path) -> None:
+    """Lazily unmount every mount at or below ``path`` (deepest first), so the folder can be removed."""
+    import subprocess
+
+    root = str(path.resolve())
+    try:
+        mounts = [ln.split()[1] for ln in Path("/proc/self/mounts").read_text().splitlines()]
+    except OSError:
+        return
+    mounts = [m.encode().decode("unicode_escape") for m in mounts]  # /proc writes a space as \040
+    for m in sorted((m for m in mounts if m == root or m.startswith(root + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", m], capture_output=True)
+
+
 def grade_one(run: Run, sub: Submission, client) -> Outcome:  # noqa: ANN001 - worker.WorkerClient
     """Grade one submission through ``client``'s worker; always returns an Outcome (never raises)."""
     cfg = run.cfg
-    if not sub.gradable:
-        # a refused folder (links, devices) is an error row: a rerun grades it again once it is plain files
-        status = "error" if sub.problem.startswith(REFUSED) else "missing"
-        return Outcome(sub.student, sub.lab, status, sub.problem, cells=source_cells(cfg, sub.lab))
+    if not sub.gradable:  # nothing to run: outcome._status names it missing or refused
+        return outcome_from_result(cfg, sub, "ok", "", None)
     t0 = time.monotonic()
     work = run.work / f"{sub.student}__{sub.lab}"
     if work.exists():
+        _unmount_under(work)  # a worker killed hard leaves its scratch tmpfs mounted (autograder.execute)
         shutil.rmtree(work)
     (work / "evidence").mkdir(parents=True)
     shutil.copy2(run.work / "template.db", work / "gradebook.db")
@@ -131,7 +144,7 @@ def grade_one(run: Run, sub: Submission, client) -> Outcome:  # noqa: ANN001 - w
     status, reason, leftovers = client.grade(spec_path, result_path, cfg.notebook_timeout, token)
     result = json.loads(result_path.read_text()) if result_path.exists() else None
     return outcome_from_result(
-        cfg, sub, work, status, reason, result, leftovers=leftovers, seconds=time.monotonic() - t0
+        cfg, sub, status, reason, result, leftovers=leftovers, seconds=time.monotonic() - t0
     )
 
 

@@ -11,9 +11,10 @@ grading contract of DESIGN.md (issue 9)::
 * Autograde executes with :class:`autograder.execute.SandboxedExecute` (the kernel in bubblewrap when
   ``sandbox`` is given; its ``workdir`` is replaced per run by a scratch copy under ``evidence_dir``) with
   ``COURSE_FAST``, ``COURSE_GRADE_SEED`` and ``COURSE_EVIDENCE_DIR`` in the kernel's environment;
-* :class:`JudgeEvidence` runs right after execution: an auto-graded test cell keeps its points only if the
-  judge passes every key the reference recorded for it - else an error output ``JudgeFailed: ...`` is
-  appended (nbgrader then scores it 0), otherwise one line ``judge: N checks passed``;
+* :class:`JudgeEvidence` runs right after execution and decides every graded cell once, into the submission's
+  verdict record (:mod:`autograder.record`): an auto-graded test cell keeps its points only if it ran clean
+  and the judge passes every key the reference recorded for it; the feedback shows ``JudgeFailed: ...`` or
+  ``judge: N checks passed`` in the cell;
 * feedback (:class:`HideHiddenTests`) shows hidden checks by name, points and failure message, not their
   source (``show_hidden_source=True`` restores nbgrader's behaviour).
 """
@@ -29,7 +30,7 @@ from traitlets import Bool, Dict, Unicode
 from traitlets.config import Config
 
 from autograder.config import CourseConfig
-from autograder.verdict import HIDDEN_BEGIN, HIDDEN_END, cell_verdict, is_auto_test
+from autograder.verdict import HIDDEN_BEGIN, HIDDEN_END, cell_failure, cell_verdict, is_auto_test
 
 STUB_TOKEN = "@@COURSE_TASK@@"
 STDERR_ANY = r"(?s)^"  # matches every stderr text
@@ -67,15 +68,14 @@ class NameStubs(NbGraderPreprocessor):
         return cell, resources
 
 
-LAST_SANDBOX: dict = {}  # the last JudgeEvidence run's resources["course_sandbox"] in this process
-
-
 class JudgeEvidence(NbGraderPreprocessor):
-    """Decide every auto-graded test cell by :func:`autograder.verdict.cell_verdict`; the judge's verdict goes
-    into its outputs.
+    """Decide every graded cell once and write the submission's :class:`autograder.record.Record`.
 
     Runs in the worker (outside the sandbox) after execution, once the kernel and everything it started are
-    dead, on the evidence :class:`autograder.execute.SandboxedExecute` froze as each cell replied.
+    dead, on the evidence :class:`autograder.execute.SandboxedExecute` froze as each cell replied. A test
+    cell's verdict is :func:`autograder.verdict.cell_verdict` (its own error, then the judge against the
+    reference run); the judge's problems also go into its outputs for the feedback, which is written from the
+    record's points (:func:`autograder.record.sync_gradebook`), never the other way round.
     """
 
     reference_dir = Unicode(
@@ -88,6 +88,10 @@ class JudgeEvidence(NbGraderPreprocessor):
     ).tag(config=True)
     withheld = Dict(
         {}, help="grade_id of a test cell -> why its points are withheld for review (autograder.tamper)"
+    ).tag(config=True)
+    record_to = Unicode("", help="where the submission's verdict record (JSON) is written").tag(config=True)
+    stderr_fails = Bool(
+        False, help="a test cell that writes to stderr fails (CourseConfig.stderr_fails)"
     ).tag(config=True)
 
     def _publish(self, nb, ev_dir: str | None) -> str:  # noqa: ANN001 - a NotebookNode
@@ -106,48 +110,62 @@ class JudgeEvidence(NbGraderPreprocessor):
         publish(Path(self.publish_to), Path(ev_dir), {"errors": {}, "from": "the reference submission"})
         return self.publish_to
 
+    def _test_cell(self, cell, ref: dict, stu: dict):  # noqa: ANN001, ANN202 - a NotebookNode -> CellRecord
+        from nbformat.v4 import new_output
+
+        from autograder.record import auto_cell, cell_errors
+
+        gid = cell.metadata["nbgrader"]["grade_id"]
+        failure = cell_failure(cell, self.stderr_fails)
+        errors = cell_errors(cell)
+        problems = list(cell_verdict(gid, "", ref.get(gid), stu.get(gid)).problems)
+        if gid in self.withheld:
+            problems.insert(0, f"points withheld for review: {self.withheld[gid]}")
+        # nbgrader scores a cell by its first decisive output, and an execute_result means partial credit
+        # (a student's displayhook call before an error would earn full points). Verdicts are binary here:
+        # results become plain displays, so the feedback's score is the record's.
+        for out in cell.outputs:
+            if out.get("output_type") == "execute_result":
+                out["output_type"] = "display_data"
+                out.pop("execution_count", None)
+        if problems:
+            shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+            cell.outputs.append(
+                new_output(
+                    "error",
+                    ename="JudgeFailed",
+                    evalue="; ".join(shown)[:2000],
+                    traceback=[f"JudgeFailed: {p}" for p in shown],
+                )
+            )
+        else:
+            n = len(ref.get(gid) or {})
+            cell.outputs.append(new_output("stream", name="stdout", text=f"judge: {n} checks passed\n"))
+        points = float(cell.metadata["nbgrader"].get("points", 0))
+        return auto_cell(gid, points, failure, errors, problems, len(ref.get(gid) or {}))
+
     def preprocess(self, nb, resources):  # noqa: ANN001, ANN201 - nbconvert signature
         import shutil
 
-        from nbformat.v4 import new_output
-
         from autograder.judge import load_evidence
+        from autograder.record import Record, exec_seconds, manual_cell
 
         ev_dir = resources.get("course_evidence_dir")
         ref_dir = self._publish(nb, ev_dir) if self.publish_to else self.reference_dir
         ref = load_evidence(ref_dir) if ref_dir else {}
         stu = load_evidence(ev_dir) if ev_dir else {}
+        # what the sandbox had to do travels in the record too (leftovers killed, wall expired, output cut)
+        record = Record(sandbox=dict(resources.get("course_sandbox") or {}), exec_s=exec_seconds(nb))
         for cell in nb.cells:
-            if not is_auto_test(cell):
-                continue
-            gid = cell.metadata["nbgrader"]["grade_id"]
-            # the cell's own error is already an output nbgrader scores; the judge adds its problems
-            problems = list(cell_verdict(gid, "", ref.get(gid), stu.get(gid)).problems)
-            if gid in self.withheld:
-                problems.insert(0, f"points withheld for review: {self.withheld[gid]}")
-            # nbgrader scores a cell by its first decisive output, and an execute_result means partial credit
-            # (a student's displayhook call before an error would earn full points). Verdicts are binary
-            # here: results become plain displays, so any error output anywhere scores the cell 0.
-            for out in cell.outputs:
-                if out.get("output_type") == "execute_result":
-                    out["output_type"] = "display_data"
-                    out.pop("execution_count", None)
-            if problems:
-                shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
-                cell.outputs.append(
-                    new_output(
-                        "error",
-                        ename="JudgeFailed",
-                        evalue="; ".join(shown)[:2000],
-                        traceback=[f"JudgeFailed: {p}" for p in shown],
-                    )
-                )
+            if is_auto_test(cell):
+                c = self._test_cell(cell, ref, stu)
+            elif ((cell.get("metadata", {}) or {}).get("nbgrader", {}) or {}).get("grade"):
+                c = manual_cell(cell)
             else:
-                n = len(ref[gid])
-                cell.outputs.append(new_output("stream", name="stdout", text=f"judge: {n} checks passed\n"))
-        # what the sandbox had to do, for the worker's result (the converter runs in the worker's process)
-        LAST_SANDBOX.clear()
-        LAST_SANDBOX.update(resources.get("course_sandbox") or {})
+                continue
+            record.cells[c.grade_id] = c
+        if self.record_to:
+            record.write(Path(self.record_to))
         if resources.get("course_scratch"):
             shutil.rmtree(resources["course_scratch"], ignore_errors=True)
         return nb, resources
@@ -252,6 +270,7 @@ def nbgrader_config(
     c.SandboxedExecute.iopub_timeout = 30
     c.SandboxedExecute.raise_on_iopub_timeout = False
     c.JudgeEvidence.reference_dir = str(reference_evidence) if reference_evidence else ""
+    c.JudgeEvidence.stderr_fails = bool(cfg.stderr_fails)
     fb = list(GenerateFeedback.class_traits()["preprocessors"].make_dynamic_default())
     if not show_hidden_source:
         fb.insert(0, HideHiddenTests)

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from autograder.config import CourseConfig
+from autograder.record import FULL, Record
 
 SHORT = 110  # characters of one exercise's reason in the CSV
-FULL = 4000  # characters of one cell's messages in grading.json
 SEP = " | "  # between exercises in the CSV's reason (messages themselves often hold "; ")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @dataclass
@@ -73,63 +69,6 @@ def failure_reason(text: str) -> str:
     return (errs[-1] if errs else (lines[-1] if lines else "nbgrader failed without a message"))[-200:]
 
 
-def cell_messages(notebook: Path) -> dict[str, str]:
-    """grade_id -> the full failure text of each graded code cell of the autograded notebook that failed."""
-    import nbformat
-
-    out: dict[str, str] = {}
-    if not notebook.exists():
-        return out
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {}) or {}
-        if not meta.get("grade") or cell.cell_type != "code":
-            continue
-        outputs = cell.get("outputs", [])
-        errs = [o for o in outputs if o.get("output_type") == "error"]
-        if errs:
-            texts = [f"{e.get('ename')}: {_ANSI.sub('', str(e.get('evalue') or '')).strip()}" for e in errs]
-            out[meta["grade_id"]] = "\n".join(dict.fromkeys(texts))[:FULL]
-        elif any(o.get("output_type") == "stream" and o.get("name") == "stderr" for o in outputs):
-            text = next(o.get("text", "") for o in outputs if o.get("name") == "stderr")
-            out[meta["grade_id"]] = (
-                f"wrote to stderr (nbgrader scores that as a failure): {text.strip()[:FULL]}"
-            )
-        elif any(o.get("output_type") == "execute_result" for o in outputs):
-            out[meta["grade_id"]] = "the cell's last expression is a number below full marks (partial credit)"
-    return out
-
-
-def answer_digest(text: str) -> str:
-    """A written answer's identity across regrades (whitespace at the ends and line endings ignored)."""
-    norm = "\n".join(line.rstrip() for line in text.strip().splitlines())
-    return hashlib.sha256(norm.encode()).hexdigest()[:16]
-
-
-def written_answers(notebook: Path, cells: dict[str, dict]) -> dict[str, str]:
-    """grade_id -> digest of each hand-graded (``kind: manual``) cell's text in the autograded notebook."""
-    import nbformat
-
-    if not notebook.exists():
-        return {}
-    out: dict[str, str] = {}
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        gid = (cell.get("metadata", {}).get("nbgrader", {}) or {}).get("grade_id")
-        if gid in cells and cells[gid].get("kind") == "manual":
-            out[gid] = answer_digest(cell.source)
-    return out
-
-
-def read_grades(db: Path, lab: str, student: str) -> dict[str, dict]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{db}") as gb:
-        nb = gb.find_submission_notebook(lab, lab, student)
-        return {
-            g.name: {"score": float(g.score or 0.0), "needs_manual": bool(g.needs_manual_grade)}
-            for g in nb.grades
-        }
-
-
 def source_cells(cfg: CourseConfig, lab: str) -> dict[str, dict]:
     """Graded cells of the released lab, all at 0 (rows of submissions that could not be graded)."""
     import nbformat
@@ -171,64 +110,74 @@ def exercise_reasons(cfg: CourseConfig, lab: str, cells: dict[str, dict], messag
     return SEP.join(parts)
 
 
+def _status(sub, status: str, reason: str, result: dict | None,  # noqa: ANN001 - shard.Submission
+            record: Record | None) -> tuple[str, str]:
+    """The row's status and the reason before the exercises' own: the one place that decides it.
+
+    ``sub``: a submission the shard could not use is ``missing`` (nothing handed in where expected) or
+    ``error`` (refused: links, devices; a rerun grades it again once it is plain files). ``status``/``reason``
+    come from the parent's watch of the worker (ok | timeout | error, with why); ``result`` is the worker's;
+    ``record`` the verdict record it carried (None when nothing was graded)."""
+    if not getattr(sub, "gradable", True):
+        from autograder.shard import REFUSED
+
+        return ("error" if sub.problem.startswith(REFUSED) else "missing"), sub.problem
+    if status != "ok":
+        return status, reason
+    if result is None:
+        return "error", "grading worker exited without a result"
+    if not result.get("success") or record is None:
+        return "error", failure_reason(result.get("log", "") + "\n" + result.get("error", ""))
+    if result.get("review"):  # the tamper scan withheld points (no process boundary): a reader decides
+        return "needs_review", f"needs review: {shorten(result['review'][0], 2 * SHORT)}"
+    return "ok", ""
+
+
 def outcome_from_result(
     cfg: CourseConfig,
     sub,  # noqa: ANN001 - shard.Submission
-    work: Path,
     status: str,
     reason: str,
     result: dict | None,
     *,
-    leftovers: int,
-    seconds: float,
+    leftovers: int = 0,
+    seconds: float = 0.0,
 ) -> Outcome:
-    """The Outcome of one worker run (status/reason from the parent's watch, scores from its gradebook)."""
-    if status == "ok":
-        if result is None:
-            status, reason = "error", "grading worker exited without a result"
-        elif not result.get("success"):
-            status = "error"
-            reason = failure_reason(result.get("log", "") + "\n" + result.get("error", ""))
+    """The Outcome of one worker run: the status from :func:`_status`, every cell from the verdict record the
+    worker carried (:mod:`autograder.record`; scores, messages and answer digests, decided once)."""
+    record = Record.from_json(result["record"]) if result and result.get("record") else None
+    status, head = _status(sub, status, reason, result, record)
     cells = source_cells(cfg, sub.lab)
     messages: dict[str, str] = {}
     answers: dict[str, str] = {}
-    if status == "ok":
-        for gid, got in read_grades(work / "gradebook.db", sub.lab, sub.student).items():
+    reasons = [head] if head and status != "ok" else []
+    if record is not None and status in ("ok", "needs_review"):
+        for gid, c in record.cells.items():
             if gid in cells:
-                cells[gid].update(got)
-        autograded = cfg.nbgrader_root / "autograded" / sub.student / sub.lab / f"{sub.lab}.ipynb"
-        messages = cell_messages(autograded)
-        answers = written_answers(autograded, cells)
-        reason = exercise_reasons(cfg, sub.lab, cells, messages)
-        if result and result.get("feedback_ok") is False:
-            reason = (
-                (reason + SEP if reason else "")
-                + "feedback failed: "
-                + failure_reason(result["feedback_log"])
-            )
-    elif result:
+                cells[gid].update(score=c.score or 0.0, needs_manual=c.needs_manual)
+            if c.messages:
+                messages[gid] = c.messages
+            if c.kind == "manual":
+                answers[gid] = c.answer
+        reasons.append(exercise_reasons(cfg, sub.lab, cells, messages))
+        if result.get("feedback_ok") is False:
+            reasons.append("feedback failed: " + failure_reason(result["feedback_log"]))
+    elif result and status == "error":
         messages["nbgrader"] = (result.get("log", "") + "\n" + result.get("error", ""))[-FULL:]
     if result and result.get("notes"):  # what the rebuild left out or found by position: grading.json only
         messages["grader_notes"] = "\n".join(result["notes"])
-    if result and result.get("review") and status == "ok":
-        # the tamper scan withheld points: the instructor reads the line and clears or confirms it
-        status = "needs_review"
+    if result and result.get("review") and status == "needs_review":
         messages["review"] = "\n".join(result["review"])
-        reason = SEP.join(
-            [f"needs review: {shorten(result['review'][0], 2 * SHORT)}", *filter(None, [reason])]
-        )
     # (the sandbox's own kill count stays out of the reason: whether a sleeper outlives the kernel's pid
     # namespace is a race, and rows must be the same on every run)
-    box = (result or {}).get("sandbox") or {}
+    box = record.sandbox if record is not None else {}
     if leftovers and status == "ok":
-        reason = (reason + SEP if reason else "") + f"killed {leftovers} leftover process(es)"
+        reasons.append(f"killed {leftovers} leftover process(es)")
     if box.get("output_dropped_bytes") and status == "ok":
-        mb = box["output_dropped_bytes"] / 2**20
-        reason = (reason + SEP if reason else "") + f"output over the cap dropped ({mb:.1f} MiB)"
+        reasons.append(f"output over the cap dropped ({box['output_dropped_bytes'] / 2**20:.1f} MiB)")
     timings = {k: round(float(v), 2) for k, v in (result or {}).items() if k.endswith("_s")}
-    return Outcome(
-        sub.student, sub.lab, status, reason, cells, seconds, leftovers, messages, timings, answers
-    )
+    return Outcome(sub.student, sub.lab, status, SEP.join(filter(None, reasons)), cells, seconds, leftovers,
+                   messages, timings, answers)
 
 
 def outcome_row(cfg: CourseConfig, o: Outcome) -> dict:

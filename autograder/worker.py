@@ -29,6 +29,7 @@ from pathlib import Path
 from autograder.config import CourseConfig
 from autograder.feedback import _pending_manual, annotate_feedback
 from autograder.rebuild import Unusable, stage_submission
+from autograder.record import Record, sync_gradebook
 
 log = logging.getLogger("autograder.worker")
 READY_VAR = "COURSE_WORKER_READY"  # a path the --serve worker creates once its imports are done
@@ -61,22 +62,6 @@ def _reference(cfg: CourseConfig, lab: str, seed: int) -> str | None:
 
     _REFERENCE[key] = str(reference_evidence(cfg, lab, seed, cfg.fast))
     return _REFERENCE[key]
-
-
-def exec_seconds(notebook: Path) -> float:
-    """Seconds the kernel spent executing cells (nbclient's per-cell timing metadata), 0 if unknown."""
-    import nbformat
-    from dateutil.parser import isoparse
-
-    if not notebook.exists():
-        return 0.0
-    total = 0.0
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        t = cell.get("metadata", {}).get("execution", {})
-        a, b = t.get("iopub.execute_input"), t.get("shell.execute_reply")
-        if a and b:
-            total += (isoparse(b) - isoparse(a)).total_seconds()
-    return total
 
 
 def run(spec: dict) -> dict:
@@ -137,6 +122,9 @@ def _run(spec: dict, publish_to: str = "") -> dict:
     out["notes"], out["review"] = notes, [str(f) for f in findings]
     c.JudgeEvidence.publish_to = publish_to
     c.JudgeEvidence.withheld = withheld
+    record_path = db.parent / "record.json"
+    record_path.unlink(missing_ok=True)  # a previous attempt's record must not stand for this one
+    c.JudgeEvidence.record_to = str(record_path)
     c.CourseDirectory.submitted_directory = str(staged)  # <staged>/<student>/<lab>/<lab>.ipynb
     with Gradebook(f"sqlite:///{db}") as gb:  # a previous grading of this student must not leak into this one
         try:
@@ -147,15 +135,18 @@ def _run(spec: dict, publish_to: str = "") -> dict:
     coursedir.assignment_id, coursedir.student_id = lab, student
     app = Autograde(coursedir=coursedir, config=c)
     app.force, app.create_student = True, True
-    from autograder import nbgrader_ext
-
-    nbgrader_ext.LAST_SANDBOX.clear()
     res = capture(app)
     out.update(success=bool(res["success"]), log=res.get("log", ""), error=res.get("error", ""))
-    out["sandbox"] = dict(nbgrader_ext.LAST_SANDBOX)  # leftovers killed, output dropped, wall expired
     out["autograde_s"] = time.monotonic() - t0
-    autograded = Path(cfg.nbgrader_root) / "autograded" / student / lab / f"{lab}.ipynb"
-    out["exec_s"] = exec_seconds(autograded) if out["success"] else 0.0
+    # The verdict travels once: JudgeEvidence decided every graded cell into this record; the result carries
+    # it unchanged to the parent, and the feedback below shows its points.
+    record = Record.read(record_path) if out["success"] else None
+    if out["success"] and record is None:
+        out.update(success=False, error="the judge wrote no verdict record (nbgrader skipped the notebook?)")
+    if record is not None:
+        out["record"] = record.to_json()
+        out["exec_s"] = record.exec_s
+        sync_gradebook(db, lab, student, record)
     if spec.get("feedback", True) and out["success"]:
         t1 = time.monotonic()
         fb = GenerateFeedback(coursedir=coursedir, config=c)

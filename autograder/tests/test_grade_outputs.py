@@ -221,3 +221,31 @@ def test_lone_sigterm_leaves_no_mutant_check_running(fixlab_course, tmp_path: Pa
                 p.kill()
             except psutil.NoSuchProcess:
                 pass
+
+
+def test_the_verdict_travels_once(graded) -> None:  # noqa: ANN001
+    """Issue 32 item 5: the judge's record decides every cell; the CSV row, grading.json, the course gradebook
+    and the feedback all show the record's points."""
+    from nbgrader.api import Gradebook
+
+    from autograder.record import Record
+
+    cfg, _, df = graded
+    for student in ("reference", "blank"):
+        rec = Record.read(cfg.build / "grading" / "all" / f"{student}__{LAB}" / "record.json")
+        assert rec is not None, f"no record.json for {student}"
+        full = json.loads((cfg.nbgrader_root / "feedback" / student / LAB / "grading.json").read_text())
+        got = {gid: c["score"] for gid, c in full["cells"].items()}
+        want = {gid: (c.score or 0.0) for gid, c in rec.cells.items()}
+        assert got == want, f"{student}: grading.json {got} != record {want}"
+        assert df.loc[student, "score"] == sum(want.values()), (df.loc[student, "score"], want)
+        with Gradebook(f"sqlite:///{cfg.gradebook}") as gb:
+            nb = gb.find_submission_notebook(LAB, LAB, student)
+            book = {g.name: float(g.score or 0.0) for g in nb.grades}
+        assert book == want, f"{student}: course gradebook {book} != record {want}"
+        html = (cfg.nbgrader_root / "feedback" / student / LAB / f"{LAB}.html").read_text()
+        total = sum(c.score or 0.0 for c in rec.cells.values() if c.kind == "auto")
+        assert f"{total:g}" in html, f"{student}: feedback does not show the record's {total:g} auto points"
+        for gid, c in rec.cells.items():
+            if c.kind == "auto":
+                assert (c.score == c.max_score) == (not c.why), (gid, c)

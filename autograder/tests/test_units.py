@@ -267,3 +267,35 @@ def test_course_check_jobs_split_file_mutants_and_run_longest_first() -> None:
     assert all(len(names) == 1 and names[0] in file_names for _, names in singles), singles
     assert sorted(names[0] for _, names in singles) == sorted(file_names)
     assert sorted(lab for lab, _ in _check_jobs(cfg, labs, file_mutants=False)) == sorted(labs)
+
+
+def test_outcome_comes_from_the_record_alone(fixlab_course, tmp_path: Path) -> None:  # noqa: ANN001
+    """Issue 32 item 5: the row is built from the worker's verdict record; no gradebook or notebook is read
+    (``work`` is an empty folder here), and one function decides the status."""
+    from types import SimpleNamespace
+
+    from autograder.outcome import outcome_from_result
+    from autograder.record import CellRecord, Record
+
+    cfg = fixlab_course
+    sub = SimpleNamespace(student="s", lab="fixlab")
+    rec = Record({
+        "add_tests": CellRecord("add_tests", "auto", 30.0, 30.0, checks=3),
+        "square_tests": CellRecord("square_tests", "auto", 30.0, 0.0, "AssertionError: square(3): "
+                                   "expected 9, got 6", "AssertionError: square(3): expected 9, got 6", 2),
+    }, sandbox={"output_dropped_bytes": 2 * 2**20})
+    result = {"success": True, "record": rec.to_json(), "notes": ["1 other file(s) were not staged"]}
+    o = outcome_from_result(cfg, sub, "ok", "", result, leftovers=0, seconds=1.0)
+    assert o.status == "ok", o
+    assert o.cells["add_tests"]["score"] == 30.0 and o.cells["square_tests"]["score"] == 0.0, o.cells
+    assert o.reason.startswith("square: AssertionError: square(3): expected 9, got 6"), o.reason
+    assert "output over the cap dropped (2.0 MiB)" in o.reason, o.reason
+    assert o.messages["grader_notes"] == "1 other file(s) were not staged", o.messages
+    no_record = outcome_from_result(cfg, sub, "ok", "", {"success": True, "log": "",
+                                                                   "error": "ValueError: boom"},
+                                    leftovers=0, seconds=1.0)
+    assert no_record.status == "error" and "boom" in no_record.reason, no_record
+    assert sum(c["score"] for c in no_record.cells.values()) == 0, no_record.cells
+    timeout = outcome_from_result(cfg, sub, "timeout", "over the 60 s cap", None, leftovers=0,
+                                  seconds=60.0)
+    assert (timeout.status, timeout.reason) == ("timeout", "over the 60 s cap"), timeout
