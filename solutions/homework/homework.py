@@ -793,28 +793,33 @@ ev.equal("worlds", [int(w) for w in scaling["world"]])
 # %% [markdown] nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "brief_md"}
 # ## The brief, resolved (measured here, not graded)
 # Lab 01 reproduced the brief — *an eight-GPU job is slower than one GPU and loses progress on failure* — with a
-# naive data-parallel job: its model, a global batch of 16, one blocking all-reduce per parameter tensor, a
-# synchronous checkpoint, and a SIGKILL with no checkpoint at all. The cell below runs that job again, then a model
-# of the same width (the trainer's MLP at the depth nearest its parameter count) through **your** trainer at world
-# 1 and 2: bucketed all-reduce overlapped with backward, `no_sync` accumulation, and a global batch of 512 at both
-# world sizes (lab 05: more samples per step pay only below the critical batch). The SIGKILL row is your recovery
-# drill's (exercise 5): the steps redone after the restart, against its checkpoint interval. Both run on gloo on
-# this machine's CPU cores; the same code runs on NCCL on a GPU node, where the numbers will differ. World 1 and 2
-# alternate over a few rounds because other work on a shared machine scatters them (the course's 2-core box at
-# load 7-10 gave the resolved job 0.44-1.80 per round; the naive job stayed below 0.7): read the range and the
-# load average before concluding. The card below quotes both rows.
+# naive data-parallel job: its model, a global batch of 16, one blocking all-reduce per parameter tensor, and a
+# SIGKILL with no checkpoint at all. The cell below asks which change resolves it, on ONE model (lab 01's): a 2 x 2
+# of the job (lab 01's naive step, or **your** trainer with its MLP swapped for lab 01's model: bucketed
+# all-reduce overlapped with backward) by the global batch (16 or 512, the same at world 1 and 2, one micro-batch
+# per rank on both sides; lab 05: more samples per step pay only below the critical batch), each at world 1 and
+# 2, checkpoints off on both sides, one throughput definition (global samples / the median step, the slowest
+# rank's). It prints how much the batch and how much the machinery each multiply world 2 / world 1, as measured
+# in this run. The SIGKILL row is your recovery drill's (exercise 5, a checkpoint every few steps) against lab
+# 01's drill with none. Everything runs on gloo on this machine's CPU cores, where two ranks share the cores; on
+# NCCL on GPUs the numbers and factors will differ. World 1 and 2 alternate over rounds because other work on a
+# shared machine scatters them: read the range and the load average before concluding. The card below quotes
+# both rows.
 
 # %% nbgrader={"grade": false, "locked": true, "schema_version": 3, "solution": false, "grade_id": "brief_run"}
 from course_dist.labkit.homework import brief as brief_kit
 
 try:
-    BRIEF = brief_kit.brief_numbers(steps=12 if FAST else 30)
+    BRIEF = brief_kit.brief_numbers(throughput=False)  # lab 01's SIGKILL drill; its throughput: the 2 x 2's
     RESOLVED = brief_kit.resolved_numbers(hw, BRIEF["cfg"], {"kill_step": kill_step, "resumed_from":
                                           fin["resumed_from"], "ckpt_every": REC["ckpt_every"]},
-                                          steps=8 if FAST else 20, rounds=3 if FAST else 5,
+                                          steps=8 if FAST else 20, rounds=2 if FAST else 5,
                                           work=WORK / "resolution")
     RESOLUTION = brief_kit.compare(BRIEF, RESOLVED)
     display(RESOLUTION)
+    FACTORS, FACTORS_TEXT = brief_kit.factors(RESOLVED)
+    display(FACTORS)
+    print(FACTORS_TEXT)
 except (NotImplementedError, NameError, AssertionError) as e:  # an unfinished trainer or recovery drill
     BRIEF = RESOLVED = RESOLUTION = None
     print(f"the resolution needs a working trainer and recovery drill: {type(e).__name__}: {str(e)[:300]}")
@@ -873,7 +878,7 @@ card = SolutionCard(
         + ("" if RESOLUTION is None else
            f" The brief, measured here on gloo: lab 01's naive job ran {RESOLUTION.iloc[0]['world 2 / world 1']:.2f}x"
            f" as fast at world 2 as at world 1 and a SIGKILL lost {BRIEF['steps_lost']} steps (no checkpoint); "
-           f"through this trainer the same-width model ran {RESOLUTION.iloc[1]['world 2 / world 1']:.2f}x (rounds "
+           f"through this trainer at batch 512 the same model ran {RESOLUTION.iloc[1]['world 2 / world 1']:.2f}x (rounds "
            f"{RESOLUTION.iloc[1]['ratio range']}, load average {RESOLUTION.iloc[1]['load average']}: above 1 only "
            f"when the shared 2-core box is quiet enough) and the SIGKILL drill redid {RESOLVED['steps_lost']} "
            f"steps with a checkpoint every {RESOLVED['ckpt_every']}.")),

@@ -961,7 +961,13 @@ for label, res in [("world 2 -> 3", resumed_3), ("world 3 -> 2", resumed_2)]:
 # latency (s/step), cost (bytes moved per step per rank), capacity (the largest parameter count whose peak fits
 # 8 GiB per rank, scaling your measured peak per parameter of that configuration), and fallback (the seconds to
 # resume from the sharded checkpoint at another world size, measured above); its `justification` in a
-# sentence or two (the written answer below argues it).
+# sentence or two (the written answer below argues it). Write it as `make_card(row, load_s)`: the card of the
+# configuration measured in `row` (a row of the timing table: `step_s`, `bytes_per_step`, `peak_bytes`, `impl`,
+# `policy`) with the resharded load seconds `load_s`; then pick your row and `card = make_card(row, load_s)`.
+# The tests call `make_card` first on a row they choose (not this machine's: latency = its `step_s`, cost =
+# its `bytes_per_step`, capacity = `BUDGET * PSI / peak_bytes`, fallback = `load_s`, within 1e-9; hidden: a
+# row drawn from the grading seed), then `course_dist.check_card` holds your card against the measured row
+# nearest to it (25 %).
 
 # %%
 timing = launch(lab03.time_steps, world_size=2, trace=True, timeout=300, args=([
@@ -974,26 +980,45 @@ display(timing_tbl)
 from course_dist.card import Limit, SolutionCard  # noqa: E402
 
 BUDGET = 8 * 2**30
+
+
+def make_card(row: "pd.Series | dict", load_s: float) -> SolutionCard:
+    """The card of the configuration measured in ``row`` with the resharded load seconds ``load_s``."""
+    ### BEGIN SOLUTION
+    where = f"{row['impl']} (policy {row['policy']}), world 2, gloo CPU, lab model"
+    return SolutionCard(
+        lab="lab03",
+        latency=Limit(float(row["step_s"]), "s/step", where),
+        cost=Limit(float(row["bytes_per_step"]), "bytes moved per step per rank",
+                   "FSDP2 per block: (1.5 - 0.5 x root share) x DDP's, the root not resharded (torch default)"),
+        capacity=Limit(float(BUDGET * PSI / row["peak_bytes"]), "parameters per rank",
+                       "8 GiB per rank, peak per parameter as measured (activations at this batch)"),
+        fallback=Limit(float(load_s), "s to resume at another world size", "DCP resharded load, world 2 -> 3"),
+        justification=("FSDP2 per block keeps only a shard of parameters, gradients and AdamW state on each "
+                       "rank and gathers one block at a time, so its peak is the sharded state plus one block; "
+                       "it moves about 1.5x DDP's bytes (every unit but the root gathered twice), which on this "
+                       "2-core box costs step time against DDP, but it is the only option whose capacity grows "
+                       "with the number of ranks. Its sharded checkpoint reloads at another world size, so a "
+                       "lost rank costs a restart, not the run."),
+    )
+    ### END SOLUTION
+
+
 ### BEGIN SOLUTION
 pick_row = timing_tbl[timing_tbl["policy"] == "block"].iloc[0]  # per-block FSDP2: sharded, one block gathered
-card = SolutionCard(
-    lab="lab03",
-    latency=Limit(float(pick_row["step_s"]), "s/step", "FSDP2 per block, world 2, gloo CPU, lab model"),
-    cost=Limit(float(pick_row["bytes_per_step"]), "bytes moved per step per rank",
-               "(1.5 - 0.5 x root share) x DDP's: units resharded after forward, the root not (torch default)"),
-    capacity=Limit(float(BUDGET * PSI / pick_row["peak_bytes"]), "parameters per rank",
-                   "8 GiB per rank, peak per parameter as measured (activations at this batch)"),
-    fallback=Limit(float(load_s), "s to resume at another world size", "DCP resharded load, world 2 -> 3"),
-    justification=("FSDP2 per block keeps only a shard of parameters, gradients and AdamW state on each "
-                   "rank and gathers one block at a time, so its peak is the sharded state plus one block; "
-                   "it moves about 1.5x DDP's bytes (every unit but the root gathered twice), which on this 2-core box costs step time against DDP, but it "
-                   "is the only option whose capacity grows with the number of ranks. Its sharded checkpoint "
-                   "reloads at another world size, so a lost rank costs a restart, not the run."),
-)
 ### END SOLUTION
-card
+card = make_card(pick_row, load_s)
+card  # noqa: B018
 
 # %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 6, "schema_version": 3, "solution": false}
+# make_card on a row this test chooses (not this machine's), each field from the rule the text states
+fixed = {"impl": "fsdp2", "policy": "block", "step_s": 0.125, "bytes_per_step": 300000.0, "peak_bytes": 150000.0}
+got = make_card(fixed, 2.5)
+want = {"latency": 0.125, "cost": 300000.0, "capacity": BUDGET * PSI / 150000.0, "fallback": 2.5}
+for name, value in want.items():
+    mine = getattr(getattr(got, name, None), "value", None)
+    assert isinstance(mine, (int, float)) and math.isclose(mine, value, rel_tol=1e-9), \
+        f"make_card({fixed}, 2.5).{name}: {mine!r} (want {value})"
 # the measured configuration the card describes: the row nearest to its latency and cost
 miss = ((timing_tbl["step_s"] - card.latency.value).abs() / timing_tbl["step_s"]
         + (timing_tbl["bytes_per_step"] - card.cost.value).abs() / timing_tbl["bytes_per_step"])
@@ -1003,7 +1028,7 @@ measured = {"latency": float(row["step_s"]), "cost": float(row["bytes_per_step"]
             "capacity": float(BUDGET * PSI / row["peak_bytes"]), "fallback": float(load_s)}
 course_dist.check_card(card, measured=measured)
 ### BEGIN HIDDEN TESTS
-from course_dist.evidence import Evidence
+from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("card_tests")
 ev.rule("card", {"card": {"lab": card.lab, "justification": card.justification,
@@ -1012,6 +1037,12 @@ ev.rule("card", {"card": {"lab": card.lab, "justification": card.justification,
                                   "note": getattr(card, n).note})
                              for n in ("latency", "cost", "capacity", "fallback")}},
                  "measured": measured}, rule="common.card", rtol=0.25)
+# trusted: make_card on a row this cell draws (the value is the student's code's, the input ours)
+rng = random.Random(grading_seed() + 5)
+drawn = {"impl": "fsdp2", "policy": rng.choice(["block", "whole", "linear"]), "step_s": rng.uniform(0.01, 2),
+         "bytes_per_step": float(rng.randint(10**5, 10**8)), "peak_bytes": float(rng.randint(10**5, 10**8))}
+got_h = make_card(drawn, rng.uniform(0.1, 10))
+ev.close("derived fields on a drawn row", [float(getattr(got_h, n).value) for n in want], rtol=1e-9)
 ### END HIDDEN TESTS
 
 # %% [markdown]

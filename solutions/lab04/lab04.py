@@ -740,28 +740,49 @@ display(pd.DataFrame([meas]))
 # - **fallback**: the worst-case work lost (s) when the *newest* checkpoint turns out corrupt and the loader falls
 #   back to the previous one: two intervals of `EVERY` steps plus the recovery time.
 #
-# `course_dist.check_card` compares each field with your measurements (25 % tolerance).
+# Write it as `make_card(meas, every)`: the card of a plan that saves every `every` steps, derived from the
+# measurements `meas` it is handed (the keys of the table above), then `card = make_card(meas, EVERY)`. The
+# tests call `make_card` first on inputs they choose (not this machine's: each field must follow its rule
+# above, within 1e-9; hidden: inputs drawn from the grading seed), then `course_dist.check_card` compares your
+# card with your measurements (25 % tolerance).
 #
 # Stuck? `hint("lab04.card")`
 
 # %% nbgrader={"grade": false, "grade_id": "card_solution", "locked": false, "schema_version": 3, "solution": true}
 from course_dist.card import Limit, SolutionCard
 
-### BEGIN SOLUTION
-card = SolutionCard(
-    lab="lab04",
-    latency=Limit(meas["recovery_s"], "s from a rank's death to the first resumed step", "world 2, SIGKILL"),
-    cost=Limit(meas["overhead_pct"], "% of training time stalled in saves", f"a save every {EVERY} steps"),
-    capacity=Limit(float(meas["bytes_per_rank"]), "bytes per rank per checkpoint", "keep=3 triples it"),
-    fallback=Limit(2 * EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
-                   "newest checkpoint corrupt: the loader skips it (sha256), resumes from the one before"),
-    justification="A save every 500 steps keeps the stall small against the step time, a SIGKILLed rank "
-                  "costs a relaunch plus the steps since the last save, a corrupt one an interval more.",
-)
-### END SOLUTION
+
+def make_card(meas: dict, every: int) -> SolutionCard:
+    """The card of a plan saving every ``every`` steps, from the measurements ``meas`` (the table's keys)."""
+    ### BEGIN SOLUTION
+    return SolutionCard(
+        lab="lab04",
+        latency=Limit(float(meas["recovery_s"]), "s from a rank's death to the first resumed step",
+                      "world 2, SIGKILL"),
+        cost=Limit(float(meas["overhead_pct"]), "% of training time stalled in saves",
+                   f"a save every {every} steps"),
+        capacity=Limit(float(meas["bytes_per_rank"]), "bytes per rank per checkpoint", "keep=3 triples it"),
+        fallback=Limit(2 * every * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
+                       "newest checkpoint corrupt: the loader skips it (sha256), resumes from the one before"),
+        justification=f"A save every {every} steps keeps the stall small against the step time, a SIGKILLed "
+                      "rank costs a relaunch plus the steps since the last save, a corrupt one an interval more.",
+    )
+    ### END SOLUTION
+
+
+card = make_card(meas, EVERY)
 card  # noqa: B018
 
 # %% nbgrader={"grade": true, "grade_id": "card_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false}
+# make_card on inputs this test chooses (not this machine's), each field from the rule the card states
+fixed = {"recovery_s": 3.5, "save_s": 0.25, "step_s": 0.02, "bytes_per_rank": 1234567}
+fixed["overhead_pct"] = 100 * fixed["save_s"] / (200 * fixed["step_s"])  # as measure_save computes it
+got = make_card(fixed, 200)  # an interval other than EVERY
+want = {"latency": 3.5, "cost": 6.25, "capacity": 1234567.0, "fallback": 2 * 200 * 0.02 + 3.5}
+for name, value in want.items():
+    mine = getattr(getattr(got, name, None), "value", None)
+    assert isinstance(mine, (int, float)) and math.isclose(mine, value, rel_tol=1e-9), \
+        f"make_card({fixed}, 200).{name}: {mine!r} (want {value})"
 measured = {"latency": meas["recovery_s"], "cost": meas["overhead_pct"], "capacity": float(meas["bytes_per_rank"]),
             "fallback": 2 * EVERY * meas["step_s"] + meas["recovery_s"]}
 course_dist.check_card(card, measured=measured)
@@ -769,11 +790,19 @@ print("exercise 5: the card agrees with the measurements:", {k: round(v, 4) for 
 ### BEGIN HIDDEN TESTS
 from dataclasses import asdict
 
-from course_dist.evidence import Evidence
+from course_dist.evidence import Evidence, grading_seed
 
 ev = Evidence("card_tests")
 ev.rule("card", {"card": asdict(card), "raw": {k: float(v) for k, v in meas.items()}}, rule="lab04.card",
         rtol=0.25)
+# trusted: make_card on inputs this cell draws (the value is the student's code's, the input ours)
+rng = random.Random(grading_seed() + 5)
+every_h = rng.choice([100, 250, 1000])
+drawn = {"recovery_s": rng.uniform(1, 20), "save_s": rng.uniform(0.01, 1), "step_s": rng.uniform(0.005, 0.5),
+         "bytes_per_rank": rng.randint(10**5, 10**8)}
+drawn["overhead_pct"] = 100 * drawn["save_s"] / (every_h * drawn["step_s"])
+got_h = make_card(drawn, every_h)
+ev.close("derived fields on drawn inputs", [float(getattr(got_h, n).value) for n in want], rtol=1e-9)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -3,5 +3,5 @@
 # replaces: card_solution
 # why: fallback counts one interval: a corrupt newest checkpoint sends the loader one further back
 @@
--    fallback=Limit(2 * EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
-+    fallback=Limit(EVERY * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
+-        fallback=Limit(2 * every * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",
++        fallback=Limit(every * meas["step_s"] + meas["recovery_s"], "s of work lost at worst",

@@ -3,6 +3,10 @@
 A unit whose parameters are freed after forward and never gathered again before backward makes autograd
 read a view of a 0-byte storage: torch raises ``setStorage: sizes [...] ... out of bounds for storage of size
 0``, which names neither the unit nor the missing hook.
+
+A shard kept as a *view* of the gathered flat buffer (``full.chunk(world)[rank]``, a slice without
+``.clone()``) shares that buffer's storage: freeing the buffer frees the shard, and the optimizer then
+steps freed memory (a SIGSEGV, or garbage). ``check_shard`` names that at construction instead.
 """
 
 from __future__ import annotations
@@ -15,6 +19,30 @@ from torch import nn
 
 def _label(name: str) -> str:
     return f"unit '{name}'" if name else "the root unit (the parameters no other unit claimed)"
+
+
+def _storage_id(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+def check_shard(unit: Any, name: str) -> None:
+    """After ``unit_cls(params)``: ValueError when this rank's ``unit.shard`` shares storage with the unit's
+    gathered buffer (``unit.full``) or its parameters (views of that buffer), or has lost its memory."""
+    shard = getattr(unit, "shard", None)
+    if not isinstance(shard, torch.Tensor):
+        return
+    full = getattr(unit, "full", None)
+    others = ([full] if isinstance(full, torch.Tensor) else []) + list(getattr(unit, "params", []))
+    shared = any(_storage_id(shard) == _storage_id(t) for t in others)
+    need = (shard.storage_offset() + shard.numel()) * shard.element_size()
+    freed = shard.numel() > 0 and shard.untyped_storage().nbytes() < need
+    if shared or freed:
+        state = {(True, True): "it shares that buffer's memory, already freed",
+                 (True, False): "it shares that buffer's memory"}.get((shared, freed), "its memory is freed")
+        raise ValueError(f"{_label(name)}: this rank's shard (self.shard) is a view of the gathered buffer "
+                         f"(self.full), {state}: freeing the buffer frees the shard, and the optimizer would "
+                         "step freed memory (a crash or garbage). Keep a copy: "
+                         "self.full[start:end].clone()")
 
 
 def backward_or_explain(loss: torch.Tensor, model: nn.Module, units: list[Any], names: list[str]) -> None:

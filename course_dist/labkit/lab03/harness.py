@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import course_dist
-from course_dist.labkit.lab03.guards import backward_or_explain
+from course_dist.labkit.lab03.guards import backward_or_explain, check_shard
 from course_dist.labkit.lab03.ledger import (
     MemoryLedger,
     optimizer_state_bytes,
@@ -221,6 +221,7 @@ def shard_model(model: nn.Module, policy: str | list[str], unit_cls: Callable, a
             continue  # e.g. the root under the "linear" policy
         claimed.update(id(p) for p in params)
         unit = unit_cls(params)
+        check_shard(unit, name)  # a shard that is a view of the freed buffer: a message, not a SIGSEGV
         attach(module, unit)
         units.append(unit)
         if names_out is not None:
