@@ -97,6 +97,7 @@ class SandboxedExecute(Execute):
         self._died_noted = False
         self._hostdir: Path | None = None
         self._mounted = False
+        self._sock, self._ready = "", False
 
     # ---- kernel -----------------------------------------------------------------------------------------
     def create_kernel_manager(self):  # noqa: ANN201 - nbclient signature
@@ -141,7 +142,7 @@ class SandboxedExecute(Execute):
             shared.mkdir()
             self._mounted = _mount_tmpfs(shared, student_spec.tmp_bytes)
             self._env["COURSE_SHARED_TMPDIR"] = str(shared)
-            self._env["COURSE_STUDENT_SOCKET"] = self._start_student(student_spec, hostdir)
+            self._env["COURSE_STUDENT_SOCKET"] = self._start_student(student_spec, hostdir, nb)
         elif self.sandbox_json:
             spec = json.loads(self.sandbox_json)
             # only the copy and the evidence directory are writable, whatever the caller's spec said
@@ -183,24 +184,37 @@ class SandboxedExecute(Execute):
             shutil.rmtree(work, ignore_errors=True)
 
     # ---- the student process (split mode) ----------------------------------------------------------------
-    def _start_student(self, spec: SandboxSpec, hostdir: Path) -> str:
-        """Start ``python -m course_dist.student --host`` in the sandbox; returns its socket's path once it
-        listens. Its environment: the kernel's (fast mode, seed, cell timeout), never the evidence dir."""
+    def _start_student(self, spec: SandboxSpec, hostdir: Path, nb) -> str:  # noqa: ANN001 - a NotebookNode
+        """Start ``python -m course_dist.student --host`` in the sandbox and return its socket's path at once:
+        it starts (and warms up) while the trusted kernel starts and runs the set-up cells; the first answer
+        cell waits for it (:meth:`_student_ready`). Its environment: the kernel's (fast mode, seed, cell
+        timeout), never the evidence dir."""
         import sys
-        import time
 
         sock = str(hostdir / "s.sock")
         env = {**os.environ, **self.kernel_env, "COURSE_SHARED_TMPDIR": self._env["COURSE_SHARED_TMPDIR"]}
         env.pop("COURSE_EVIDENCE_DIR", None)
+        # what the host imports ahead of the answer cells (course_dist._student_host.warm_up): torch always,
+        # the ranks' forkserver where a cell of this notebook launches (the labkit's checks do)
+        launches = any(c.cell_type == "code" and ("launch" in c.source or "labkit" in c.source)
+                       for c in nb.cells)
+        env["COURSE_STUDENT_WARM"] = "torch,launch" if launches else "torch"
         self._student = SandboxedProcess(
             spec, [sys.executable, "-m", "course_dist.student", "--host", sock], env, str(hostdir)
         )
+        self._sock, self._ready = sock, False
+        return sock
+
+    def _student_ready(self) -> None:
+        """Wait until the student process listens (before its first request); raise if it did not start."""
+        import time
+
         deadline = time.monotonic() + max(60, self.startup_timeout)
-        while not os.path.exists(sock):
+        while not os.path.exists(self._sock):
             if self._student.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the student process did not start: {self._student.tail()}")
-            time.sleep(0.05)
-        return sock
+            time.sleep(0.02)
+        self._ready = True
 
     def _answer_stub(self, cell) -> str | None:  # noqa: ANN001 - a NotebookNode
         """Split mode: the trusted kernel's stand-in for an answer cell (the source travels as a string)."""
@@ -221,6 +235,8 @@ class SandboxedExecute(Execute):
         try:
             if stub is not None:
                 cell.source = stub
+                if not self._ready:
+                    self._student_ready()
             return super().preprocess_cell(cell, resources, index)
         finally:
             cell.source = source

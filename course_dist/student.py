@@ -74,8 +74,7 @@ class _Client:
         if self.broken:
             raise StudentProcessError(f"the student process does not answer any more: {self.broken}")
         if self.sock is None:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(self.path)
+            self.sock = self._connect()
         if self.pending:  # an interrupted request's reply is still on its way: read it and drop it
             self._drain()
         _seen.flag = False
@@ -100,6 +99,23 @@ class _Client:
         if "error" in reply:
             raise reply["error"]
         return reply.get("value")
+
+    def _connect(self, within: float = 120.0) -> socket.socket:
+        """Connect, waiting for the host to listen: the grader starts it alongside this kernel, and waits for
+        it before the first answer cell; a check that reaches it earlier (``student_side``) waits here."""
+        import time
+
+        deadline = time.monotonic() + within
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.path)
+                return sock
+            except (FileNotFoundError, ConnectionRefusedError):
+                sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _drain(self, within: float = 30.0) -> None:
         self.sock.settimeout(within)
@@ -173,13 +189,36 @@ def run_answer(grade_id: str, source: str, names: list[str]) -> None:
     """(Trusted kernel) execute an answer cell in the student process and bind its declared ``names`` here."""
     __tracebackhide__ = True
     reply = _client().request("exec", raise_error=False, grade_id=grade_id, source=source, names=list(names),
-                              context=_context())
+                              context=_context(source))
     # bound even when the cell raised later on: a notebook keeps what a cell defined before its error
     user = _user_ns()
     for name, (kind, value, doc) in (reply.get("value") or {}).items():
         user[name] = StudentProxy(name, kind, doc) if kind in ("function", "class", "object") else value
+        _names().holds(name, user[name])  # the student process has it: not sent back while unchanged
     if "error" in reply:
         raise reply["error"]
+
+
+_WARMED: list[bool] = []
+
+
+def _warm_launch() -> None:
+    """(Trusted kernel, once, after the first launch the student process ran: its own forkserver is warm by
+    then, so the two never import at once) start this kernel's torch-preloaded forkserver in the background
+    where the notebook uses a labkit: its checks launch course-only ranks from here (a launch shipping no
+    student code) and would otherwise pay the ~2 s cold start in the middle of a cell. Only
+    ``ensure_running``: the server imports in its own process while the cells go on; ranks take env,
+    sys.path and cwd per launch (``course_dist.launch``)."""
+    if _WARMED:
+        return
+    _WARMED.append(True)
+    if any(m.startswith("course_dist.labkit.") for m in sys.modules):
+        try:
+            from course_dist import _mp
+
+            _mp._get_server().ensure_running()
+        except Exception:  # noqa: BLE001, S110 - a warm-up only: a launch that needs it starts it again
+            pass
 
 
 def student_side(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -267,6 +306,7 @@ def forward_launch(fn: Any, options: dict[str, Any]) -> Any:
     from course_dist.launch import LaunchResult
 
     rec = _client().request("launch", fn=fn, options=options)
+    _warm_launch()
     result = LaunchResult(rec["values"])
     for k in ("stdout", "stderr", "trace", "elapsed", "start_method", "backend"):
         setattr(result, k, rec.get(k))
@@ -285,28 +325,24 @@ def _user_ns() -> dict[str, Any]:
     return sys.modules["__main__"].__dict__
 
 
-_SYNCED: dict[str, int] = {}
+_SYNC: Any = None  # course_dist._sync.NameSync: what the student process holds of this kernel's names
 
 
-def _context() -> dict[str, Any]:
-    """What the trusted kernel's cells defined since the last answer cell (imports, course helpers, data),
-    pickled over so the answer cell sees the names a notebook would give it. Proxies resolve to the student's
-    own objects over there; what cannot be pickled is left out."""
-    import cloudpickle
+def _names() -> Any:
+    global _SYNC
+    if _SYNC is None:
+        from course_dist._sync import NameSync
 
-    out = {}
-    for name, value in list(_user_ns().items()):
-        if name.startswith("_") or name in ("In", "Out", "get_ipython", "exit", "quit", "open"):
-            continue
-        if _SYNCED.get(name) == id(value):
-            continue
-        try:
-            blob = cloudpickle.dumps(value)
-        except Exception:
-            continue
-        if len(blob) <= 16 << 20:
-            out[name] = blob
-            _SYNCED[name] = id(value)
+        _SYNC = NameSync()
+    return _SYNC
+
+
+def _context(source: str | None = None) -> dict[str, Any]:
+    """What the trusted kernel's cells defined that the answer cell ``source`` (or an earlier one) can read,
+    changed since it was last sent (imports, course helpers, data), pickled over so the answer cell sees the
+    names a notebook would give it (:mod:`course_dist._sync`). Proxies resolve to the student's own objects
+    over there; what cannot be pickled is left out."""
+    out = _names().context(_user_ns(), source)
     _seen.flag = False
     return out
 

@@ -75,6 +75,7 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 
     monkeypatch.setenv(student.SOCKET_VAR, sock)
     monkeypatch.setattr(student, "_CLIENT", None)
+    monkeypatch.setattr(student, "_SYNC", None)
     yield student
     proc.kill()
     proc.wait()
@@ -102,3 +103,47 @@ def test_answer_cells_reach_only_their_declared_names(host, monkeypatch) -> None
     with pytest.raises(ValueError, match="nope 3"):
         host.run_answer("y_solution", "def bad():\n    raise ValueError('nope 3')\nbad()\n", ["bad"])
     assert isinstance(ns.get("bad"), host.StudentProxy), "bound although the cell raised after defining it"
+
+
+def test_answer_cells_get_the_names_they_read_once_per_value(host, monkeypatch) -> None:  # noqa: ANN001
+    ns: dict = {"offset": 5, "data": [1, 2], "unused": {"big": list(range(100))}}
+    monkeypatch.setattr(host, "_user_ns", lambda: ns)
+    sent: list[set] = []
+    real = host._context
+
+    def spy(source: str | None = None) -> dict:
+        out = real(source)
+        sent.append(set(out))
+        return out
+
+    monkeypatch.setattr(host, "_context", spy)
+    host.run_answer("a_solution", "def shift(x):\n    return x + offset\nfirst = shift(data[0])\n",
+                    ["shift", "first"])
+    assert ns["first"] == 6 and sent[-1] == {"offset", "data"}, f"sent {sent[-1]}: only what the cell reads"
+    ns["offset"] = 10  # read by an earlier cell's function: kept in sync; data unchanged: not sent again
+    host.run_answer("b_solution", "again = shift(1)\n", ["again"])
+    assert ns["again"] == 11 and sent[-1] == {"offset"}, f"sent {sent[-1]}, expected only the rebound offset"
+    # a magic does not parse: every name not sent yet goes, as before
+    host.run_answer("c_solution", "%time z = 1\nsize = len(unused['big'])\n", ["size"])
+    assert ns["size"] == 100 and "unused" in sent[-1] and "data" not in sent[-1], sent[-1]
+    host.run_answer("d_solution", "n = len(globals()['data'])\n", ["n"])  # read dynamically: every name
+    assert ns["n"] == 2, ns
+
+
+def test_a_request_waits_for_the_host_to_listen(tmp_path: Path) -> None:
+    """The grader starts the student process alongside the trusted kernel and does not wait for it; a
+    request sent while it still starts (and imports torch ahead of the answer cells) is answered."""
+    import operator
+
+    from course_dist import student
+
+    sock = str(tmp_path / "s.sock")
+    env = {**os.environ, "COURSE_STUDENT_WARM": "torch"}
+    proc = subprocess.Popen([sys.executable, "-m", "course_dist.student", "--host", sock], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        got = student._Client(sock).request("run", fn=operator.add, args=(2, 3), kwargs={})
+        assert got == 5, f"got {got!r}, expected 5"
+    finally:
+        proc.kill()
+        proc.wait()
