@@ -19,12 +19,14 @@ GRADED_LABS = [lab for lab in LABS if lab != "homework" or os.environ.get("COURS
 
 
 def mutant_params() -> list[tuple[str, str]]:
-    from autograder.mutants import find_mutants
+    """(lab, name) of every mutant and valid variant the pipeline's exercise-level walk checks: a mutant must
+    lose exactly its exercise, a valid variant must keep every point it reaches."""
+    from autograder.mutants import find_checked
 
     out = []
     for lab in GRADED_LABS:
         try:
-            out += [(lab, m.name) for m in find_mutants(CFG, lab) if FILE_MUTANTS or not m.is_file_mutant]
+            out += [(lab, m.name) for m in find_checked(CFG, lab) if FILE_MUTANTS or not m.is_file_mutant]
         except ValueError:
             out.append((lab, "<unparsable mutant>"))
     return out

@@ -1,11 +1,10 @@
 """Correct answers written differently keep full marks (issue 27, item 6): the valid variants in
 ``autograder/valid/<lab>/`` run through the real checks on real process groups.
 
-- lab03 ``zero3_tensor_names``: ZeRO-3 with ``all_gather_into_tensor`` / ``reduce_scatter_tensor``. Its answer
-  cell is swapped into the reference notebook (as the mutant check does), the set-up cells, the answer and the
-  exercise's test cells run in a kernel at a fixed grading seed, once with the reference answer and once with
-  the variant; each test cell's verdict is the grader's (no error, and the trusted judge passes the variant's
-  evidence against the reference's).
+- lab01-lab05: every valid variant (an answer cell swapped into the reference notebook) is checked by the
+  pipeline's exercise-level walk (``tests/test_pipeline_grading.py::test_mutant_loses_exactly_its_exercise``,
+  one parameter per variant: every test cell it reaches keeps its points, judged against the reference run);
+  here only that the checker reads each one.
 - homework ``checkpoint_part_rename``: every file written as ``<name>.part``, fsynced, renamed. The module
   replaces ``fttrainer/checkpoint.py`` in a copy of the reference package; the atomic item's checks
   (lab 04's publication rules on a recorded save, the world-2 two-phase facts, keep-last and a missing
@@ -127,75 +126,6 @@ def test_list_forms_move_the_bytes_of_their_single_tensor_forms():
     pairs = [("all_gather", "all_gather_single"), ("reduce_scatter", "reduce_scatter_single")]
     for listed, single in pairs:
         assert t.get(listed) == t.get(single) == 24.0, f"ring bytes {listed} vs {single}: {t}, want 24.0 each"
-
-
-# ---- lab03: the ZeRO-3 variant through the lab's own test cell and the judge -------------------------------
-def _cells_to_run(nb, lab: str, answer: str) -> tuple[list[int], list[str]]:  # noqa: ANN001 - NotebookNode
-    """Indices of the set-up code cells before ``answer`` (answer cells included, test cells not), the answer
-    cell, the exercise's code cells up to its last auto-graded test cell, and those test cells; and the test
-    cells' grade ids."""
-    from autograder.rubrics import load_rubric
-    from autograder.source import grade_id
-    from autograder.verdict import is_auto_test
-
-    rubric = load_rubric(REPO / "autograder" / "rubric" / f"{lab}.yaml")
-    ex = next(e for e in rubric.exercises if answer in e.solution_cells)
-    at = next(i for i, c in enumerate(nb.cells) if grade_id(c) == answer)
-    setup = [i for i, c in enumerate(nb.cells[:at]) if c.cell_type == "code" and not is_auto_test(c)]
-    tests = [i for i, c in enumerate(nb.cells) if grade_id(c) in ex.auto_ids]
-    # the exercise's other code cells between its answer and its last test (more answer cells, measurement
-    # cells a later test reads, as lab03's card after the checkpoint): the grader runs them too
-    between = [i for i in range(at + 1, max(tests, default=at)) if i not in tests
-               and nb.cells[i].cell_type == "code" and not is_auto_test(nb.cells[i])]
-    return sorted(setup + [at] + between + tests), [grade_id(nb.cells[i]) for i in tests]
-
-
-def _run(lab: str, nb, cells: list[int], tmp: Path) -> tuple[dict[str, str], Path]:  # noqa: ANN001
-    """Execute ``cells`` of ``nb`` in a fresh plain kernel (the grader's kernel set-up); returns each executed
-    cell's failure ('' = none; keyed by grade id or index) and the evidence directory."""
-    from autograder.config import CourseConfig
-    from autograder.kernel import plain_client
-    from autograder.mutants import copy_extras
-    from autograder.source import grade_id
-    from autograder.verdict import cell_failure
-
-    cfg = CourseConfig()
-    work, evidence = tmp / "work", tmp / "evidence"
-    evidence.mkdir(parents=True)
-    copy_extras(cfg, lab, work)
-    env = {"COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(SEED)}
-    client = plain_client(cfg, nb, work, env=env, fast=True)
-    failures = {}
-    with client.setup_kernel():
-        for i in cells:
-            cell = client.nb.cells[i]
-            client.execute_cell(cell, i)
-            failures[grade_id(cell) or f"cell {i}"] = cell_failure(cell)
-    return failures, evidence
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(p.stem for p in (VALID / "lab03").glob("*.py")))
-def test_lab03_valid_variant_keeps_full_marks(variant, tmp_path):
-    from autograder.config import CourseConfig
-    from autograder.judge import load_evidence
-    from autograder.mutants import replace_cell, source_notebook
-    from autograder.verdict import cell_verdict
-
-    header, text = read_valid(VALID / "lab03" / f"{variant}.py")
-    ref_nb = source_notebook(CourseConfig(), "lab03")
-    var_nb = replace_cell(ref_nb, header["replaces"], text)
-    cells, test_ids = _cells_to_run(ref_nb, "lab03", header["replaces"])
-    ref_fail, ref_ev = _run("lab03", ref_nb, cells, tmp_path / "reference")
-    var_fail, var_ev = _run("lab03", var_nb, cells, tmp_path / "variant")
-    broken = {k: v for k, v in ref_fail.items() if v}
-    assert not broken, f"the reference itself failed (the harness is wrong, not the variant): {broken}"
-    setup_fail = {k: v for k, v in var_fail.items() if v and k not in test_ids}
-    assert not setup_fail, f"{variant}: set-up or answer cells failed: {setup_fail}"
-    ref, got = load_evidence(ref_ev), load_evidence(var_ev)
-    verdicts = {gid: cell_verdict(gid, var_fail[gid], ref.get(gid), got.get(gid)) for gid in test_ids}
-    lost = {gid: v.why for gid, v in verdicts.items() if not v.passed}
-    assert not lost, f"{variant} ({header['why']}) loses points; want every test cell passed, got: {lost}"
 
 
 # ---- homework: the .part/fsync/rename checkpoint through the atomic item's checks -------------------------
