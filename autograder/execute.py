@@ -49,10 +49,15 @@ MAX_TRACEBACK_CHARS = 20_000
 
 
 def _mount_tmpfs(path: Path, size: int) -> bool:
-    """Mount a size-capped tmpfs at ``path`` (as root); False where the grader may not (a plain dir then)."""
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
-                       capture_output=True)
-    return r.returncode == 0
+    """Mount a size-capped tmpfs at ``path`` (as root); False where the grader may not (a plain dir then).
+
+    ``nosymfollow`` (Linux >= 5.10): the trusted kernel reads the student's files there, and a link planted
+    by the student must not lead it to a file outside the sandbox; an older kernel mounts without it."""
+    for opts in (f"size={size},mode=0700,nosymfollow", f"size={size},mode=0700"):
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True)
+        if r.returncode == 0:
+            return True
+    return False
 
 
 def _size(content: dict) -> int:
@@ -156,6 +161,11 @@ class SandboxedExecute(Execute):
         resources["course_evidence_dir"] = str(frozen)
         resources["course_scratch"] = str(base)
         meta["path"] = str(work)
+        if self._student is not None:
+            # the trusted kernel's working directory (first on its sys.path) must not hold the submission's
+            # files: a submitted package there would be importable by the side that never runs student code
+            meta["path"] = str(base / "trusted")
+            (base / "trusted").mkdir()
         self._index = -1
         try:
             return super().preprocess(nb, resources, km=km)

@@ -16,9 +16,9 @@ Its value is produced where the code that computes it runs:
   protocol) and the card figures checked against it. Nothing outside that process observes it yet, so the
   grade may not rest on it alone: **advisory** until an outside observation (cgroup memory peak, socket
   counters, strace) cross-checks it.
-* **same process (no boundary)** - a lab still graded in one sandboxed kernel (the homework: its drills
-  import the student's package in the kernel that records): **scan-dependent** - the static scan's
-  findings withhold points there.
+* **same process (no boundary)** - a lab graded in one sandboxed kernel (its rubric turns the boundary
+  off; none today - the homework's package runs in the student process too): **scan-dependent** - the
+  static scan's findings withhold points there.
 
 A check is classed as a measurement when its key or rule names one (:data:`MEASURED`): the rule is stated
 here so that a reviewer can disagree with a row, not hidden in code.

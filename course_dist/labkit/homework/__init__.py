@@ -4,7 +4,8 @@
 signals, crash-in-save, slowed rank), ``results`` (what a run left on disk; fingerprints), ``drills``
 (process-group checks of DDP, two-phase saves and the resume choice; numbers recomputed from metrics logs),
 ``publication`` (lab 04's fsync and rename rules on the package's save), ``plans`` (fault plans, every
-class of case at every seed).
+class of case at every seed), ``proxy`` (in a split grading run's trusted kernel: the package's stand-in,
+resolved in the student process).
 """
 
 from .adapter import first_unfinished, package, package_name, package_root
