@@ -163,7 +163,11 @@ def main(quick: bool = False) -> None:
         "answer cells in a student process, everything else in a trusted kernel). Overhead = (sandboxed - "
         "unsandboxed + judge) / unsandboxed per interleaved round, median (min - max) (target <= 15 %: 1.15x "
         "the plain execution). On a shared, loaded box the run-to-run spread (runs column) can exceed the "
-        "overhead itself: read the two together.",
+        "overhead itself: read the two together. A negative overhead is real parallelism, not a free "
+        "sandbox: the plain run imports torch and starts its ranks' forkserver in its one kernel, in turn "
+        "with the cells; the split run's student process does both while the trusted kernel runs the set-up "
+        "cells, so on 2 idle cores the two start-ups overlap (on a saturated machine they cannot, and the "
+        "boundary costs about one more torch import and forkserver start per submission).",
         "",
         "| lab | unsandboxed | sandboxed | judge | overhead | runs (unsandboxed / sandboxed) | evidence "
         "| reference run (once per lab and seed) |",
