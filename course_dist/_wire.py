@@ -148,8 +148,11 @@ def exception_record(e: BaseException) -> dict:
 
     attrs = {name: getattr(e, name) for name in EXCEPTION_ATTRS if getattr(e, name, None) is not None}
     args = [a if isinstance(a, (str, int, float, bool)) or a is None else repr(a) for a in e.args]
+    # the classes it derives from, nearest first: the receiver rebuilds a student's own exception class as
+    # one of those it trusts (``class ShapeError(ValueError)`` still satisfies ``except ValueError``)
+    bases = [[c.__module__, c.__qualname__] for c in type(e).__mro__[1:] if issubclass(c, BaseException)]
     return {"module": type(e).__module__, "name": type(e).__qualname__, "message": str(e), "args": args,
-            "attrs": attrs, "traceback": "".join(traceback.format_exception(e))[-20_000:]}
+            "attrs": attrs, "bases": bases, "traceback": "".join(traceback.format_exception(e))[-20_000:]}
 
 
 def encode(x: Any) -> bytes:
@@ -293,16 +296,14 @@ def trusted_class(ref: str) -> type:
 
 
 class StudentError(Exception):
-    """An exception raised by the student's code whose type is neither builtin nor the course's; the message
-    names the original type."""
+    """Marks an exception whose own class is the student's (neither builtin nor the course's): it is rebuilt
+    as a subclass of this and of the nearest base the trusted side knows, under the original class name."""
 
 
-def rebuild_exception(rec: dict) -> BaseException:
-    """The exception a record describes, as an instance of a builtin or course type (else StudentError).
-    ``__student_traceback__`` keeps the original traceback text."""
+def _trusted_exception_class(mod: str, name: str) -> Any:
+    """The builtin or course exception class ``mod.name``, else None (nothing else is ever imported)."""
     import builtins
 
-    mod, name, msg = str(rec.get("module")), str(rec.get("name")), str(rec.get("message", ""))
     cls: Any = None
     if mod == "builtins":
         cls = getattr(builtins, name, None)
@@ -311,15 +312,33 @@ def rebuild_exception(rec: dict) -> BaseException:
             cls = getattr(importlib.import_module(mod), name, None)
         except ImportError:
             cls = None
-    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-        cls, msg = StudentError, f"{name}: {msg}"
-        exc: BaseException = cls(msg)
-    else:
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
+
+
+def rebuild_exception(rec: dict) -> BaseException:
+    """The exception a record describes, as an instance of a builtin or course type; a student's own class
+    becomes a class of the same name deriving from :class:`StudentError` and its nearest trusted base (so
+    ``except ValueError`` still catches a ``ShapeError(ValueError)``; no class named by the data is imported).
+    ``__student_traceback__`` keeps the original traceback text."""
+    mod, name, msg = str(rec.get("module")), str(rec.get("name")), str(rec.get("message", ""))
+    args = [a for a in rec.get("args", [])] or [msg]
+    cls = _trusted_exception_class(mod, name)
+    if cls is None:
+        bases: list[type] = []  # the trusted classes it derives from, none a subclass of one before it
+        for m, n in rec.get("bases") or []:
+            b = _trusted_exception_class(str(m), str(n))
+            if b is not None and not any(issubclass(x, b) for x in bases):
+                bases.append(b)
+        bases = [b for b in bases if b is not StudentError] or [Exception]
         try:
-            exc = cls.__new__(cls)
-            BaseException.__init__(exc, *[a for a in rec.get("args", [])] or [msg])
-        except Exception:  # an exotic signature: the message survives
-            exc = StudentError(f"{name}: {msg}")
+            cls = type(name.rsplit(".", 1)[-1], (StudentError, *bases), {"__module__": mod})
+        except TypeError:  # bases whose layouts cannot combine: the base alone, the name in the message
+            cls, args = StudentError, [f"{name}: {msg}"]
+    try:
+        exc: BaseException = cls.__new__(cls)
+        BaseException.__init__(exc, *args)
+    except Exception:  # an exotic signature: the message survives
+        exc = StudentError(f"{name}: {msg}")
     for k, v in (rec.get("attrs") or {}).items():
         if v is not None:
             try:

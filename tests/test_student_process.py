@@ -59,7 +59,12 @@ def test_wire_carries_the_course_exceptions() -> None:
     r = _wire.decode(_wire.encode(RankError("rank 1 raised", rank=1, remote_traceback="tb")))
     assert isinstance(r, RuntimeError) and r.rank == 1, vars(r)
     odd = _wire.decode(_wire.encode(type("Custom", (Exception,), {})("boom")))
-    assert isinstance(odd, _wire.StudentError) and "Custom: boom" in str(odd)
+    assert isinstance(odd, _wire.StudentError) and type(odd).__name__ == "Custom" and str(odd) == "boom", odd
+    # a student's own class still satisfies an `except` on its builtin base (a test's raises(ValueError, ...))
+    shape = _wire.decode(_wire.encode(type("ShapeError", (KeyError, ValueError), {})("rank 2: 40 % 3")))
+    assert isinstance(shape, KeyError) and isinstance(shape, ValueError), type(shape).__mro__
+    oserr = _wire.decode(_wire.encode(type("DiskFull", (OSError,), {})(28, "no space")))
+    assert isinstance(oserr, OSError) and "no space" in str(oserr), (type(oserr).__mro__, str(oserr))
 
 
 @pytest.fixture()

@@ -9,8 +9,8 @@ is imported:
   class or other object stays a reference;
 - calling a reference runs the call over there (:func:`course_dist.student.student_side`): a data result
   comes back (:mod:`course_dist._wire`), an object that cannot cross as an :class:`Opaque` description, an
-  exception as an exception (the package's own exception classes as their nearest builtin or course base,
-  message kept: ``ConfigMismatchError(ValueError)`` arrives as a ``ValueError``);
+  exception as an exception (the wire rebuilds the package's own classes on their nearest builtin or course
+  base, message kept: ``ConfigMismatchError(ValueError)`` is still caught as a ``ValueError``);
 - pickled (a ``course_dist.launch`` payload, the arguments of a labkit function or of an
   ``on_student_side`` check) a reference marks the payload as student code and resolves to the real object
   over there, so such launches and functions run in the student process as a whole.
@@ -73,34 +73,11 @@ def _describe(path: str) -> tuple[str, Any]:
     return "data", obj
 
 
-def _crossing(exc: BaseException) -> BaseException:
-    """The exception as it may cross: itself when builtin or the course's, else its nearest such base with
-    the same message (the wire rebuilds only those, as ``StudentError`` otherwise)."""
-    for cls in type(exc).__mro__:
-        mod = getattr(cls, "__module__", "")
-        if mod == "builtins" or mod.startswith("course_dist."):
-            break
-    else:  # pragma: no cover - every exception derives from BaseException
-        return exc
-    if cls is type(exc):
-        return exc
-    try:
-        out = cls(*exc.args)
-    except Exception:  # noqa: BLE001 - an exotic signature: the message survives
-        out = cls(str(exc))
-    out.__cause__ = exc  # the original type and traceback stay in the traceback text
-    return out
-
-
 def _call(path: str, args: tuple, kwargs: dict) -> Any:
     """(Student process) call the object at ``path``; data comes back, an object as :class:`Opaque`."""
     from course_dist import _wire
 
-    fn = _resolve(path)
-    try:
-        out = fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - travels back to the caller, as a type the wire rebuilds
-        raise _crossing(exc) from None
+    out = _resolve(path)(*args, **kwargs)  # an exception travels back (the wire keeps its trusted base)
     try:
         _wire.encode(out)
     except _wire.WireError:
