@@ -51,6 +51,7 @@ import fttrainer  # noqa: E402
 from fttrainer.metrics import load_metrics  # noqa: E402
 
 from bench import machine, write  # noqa: E402
+from course_dist import _scratch  # noqa: E402
 
 
 def _torchrun(
@@ -73,6 +74,7 @@ def _torchrun(
     full = dict(
         os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(REF), str(ROOT)]), **(env or {})
     )
+    tmp = _scratch.child_tmp(full)  # torchrun's own folder goes there (left by a killed agent): removed below
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as out:
         p = subprocess.Popen(
             cmd, env=full, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir.parent
@@ -85,6 +87,7 @@ def _torchrun(
             except ProcessLookupError:
                 pass
             p.wait()
+            _scratch.remove(tmp)
     if rc != 0:
         raise RuntimeError(
             f"{cmd} exited {rc}: {(run_dir.parent / f'{run_dir.name}.log').read_text()[-2000:]}"
@@ -213,10 +216,12 @@ def recovery_once(run_dir: Path, kill_after: int, ckpt_every: int) -> dict[str, 
         "0",
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(REF), str(ROOT)]))
+    tmp = _scratch.child_tmp(env)  # torchrun's own folder goes there; stop_tree removes it
     with open(run_dir.parent / f"{run_dir.name}.log", "w") as out:
         p = subprocess.Popen(
             cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=run_dir.parent
         )
+        p.tmpdir = tmp  # type: ignore[attr-defined]
         try:
             if not wait_for_step(run_dir, kill_after, timeout=300, p=p):
                 raise RuntimeError((run_dir.parent / f"{run_dir.name}.log").read_text()[-2000:])
@@ -276,8 +281,10 @@ def _torchrun_sigterm(run_dir: Path, args: list[str]) -> None:
         *args,
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(REF), str(ROOT)]))
+    tmp = _scratch.child_tmp(env)  # torchrun's own folder goes there; stop_tree removes it
     with open(run_dir.parent / "term.log", "w") as out:
         p = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        p.tmpdir = tmp  # type: ignore[attr-defined]
         try:
             assert wait_for_step(run_dir, 5, timeout=300, p=p), (run_dir.parent / "term.log").read_text()[
                 -2000:

@@ -1,6 +1,7 @@
 """Running the graded trainer as real processes: ``python -m <pkg>.train`` (world 1) or ``torchrun
 --standalone`` (never a fixed port), each in its own session with a timeout; the whole process tree is
-killed on timeout or error, so nothing outlives a drill.
+killed on timeout or error, so nothing outlives a drill; its own ``TMPDIR`` (where a SIGKILLed torchrun agent
+leaves its ``torchelastic_*`` folder) is removed once the tree is reaped.
 
 - :func:`run_trainer` - run to completion; :func:`start_trainer` / :func:`stop_tree` / :func:`wait_for_step` -
   for drills that signal a live job;
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from course_dist import _scratch
 
 from .adapter import package_root
 
@@ -127,20 +130,25 @@ def start_trainer(
     torchrun: bool | None = None,
     slow_compute: bool = False,
 ) -> subprocess.Popen:
-    """Start a trainer in its own session (so its whole tree can be killed); output goes to ``log_path``."""
+    """Start a trainer in its own session (so its whole tree can be killed); output goes to ``log_path``;
+    its temp dir is a fresh folder (``p.tmpdir``) that :func:`stop_tree` removes."""
     cmd = command(pkg, args, nproc, max_restarts, torchrun, slow_compute)
     cwd = Path(log_path).parent if log_path else Path.cwd()
     out = open(log_path, "w") if log_path else subprocess.DEVNULL
+    child_env = _env(pkg, env)
+    tmp = _scratch.child_tmp(child_env, "trainer_tmp_")
     # cwd outside the graded folder: `python -m` puts cwd first on sys.path, which could shadow the package.
-    p = subprocess.Popen(
-        cmd, cwd=cwd, env=_env(pkg, env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    p = subprocess.Popen(  # (a failed start leaves `tmp` to the interpreter's exit)
+        cmd, cwd=cwd, env=child_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
     p.cmd = cmd  # type: ignore[attr-defined]
+    p.tmpdir = tmp  # type: ignore[attr-defined]
     return p
 
 
 def stop_tree(p: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
-    """Signal the trainer's whole session (torchrun agent and every worker), then reap it."""
+    """Signal the trainer's whole session (torchrun agent and every worker), then reap it and remove its
+    temp dir (``p.tmpdir``, where a SIGKILLed agent left its ``torchelastic_*`` folder)."""
     try:
         os.killpg(p.pid, sig)
     except ProcessLookupError:
@@ -150,6 +158,7 @@ def stop_tree(p: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=10)
+    _scratch.remove(getattr(p, "tmpdir", None))
 
 
 def run_trainer(

@@ -5,18 +5,19 @@ timeout ``pg_timeout`` seconds); every rank dumps its ring of collectives once i
 out (on gloo a dump cannot come earlier: see ``hang_tools``). All cases run at once: every case's ranks are
 started before any is joined, so six hangs cost about one timeout of wall time, not six. A case whose dumps do
 not name its planted culprit (a rank that had not reached the hang on a loaded machine) runs again with
-twice the timeout.
+twice the timeout. The dump folders stay while the caller (the notebook) reads them and go when its
+interpreter exits (``course_dist._scratch``); a first-attempt folder that a second attempt replaces goes at
+once.
 """
 
 from __future__ import annotations
 
 import pickle
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from course_dist import _scratch
 from course_dist._mp import get_context
 from course_dist.labkit.lab05 import hang_tools, hangs
 
@@ -57,7 +58,7 @@ def _settled(case: str, culprit: int, dump_dir: str) -> bool:
 
 
 def _start(case: str, culprit: int, pg_timeout: float) -> tuple[str, list[Any]]:
-    out = tempfile.mkdtemp(prefix="fr_dump_")
+    out = _scratch.tmp_dir("fr_dump_")  # read later by the caller: removed at its exit
     port = hang_tools._free_port()
     # the launcher's torch-preloaded forkserver, not a fork of the notebook's kernel: a fork inherits the
     # kernel's threads and locks (course_dist._mp), and a rank stuck on one never reaches the hang
@@ -94,7 +95,7 @@ def fr_dumps(cases: list[tuple[str, int]], pg_timeout: float = 2.0,
             _finish(procs, deadline)
         for i, (out, _) in started.items():
             if i in dirs:
-                shutil.rmtree(dirs[i], ignore_errors=True)
+                _scratch.remove(dirs[i])
             dirs[i] = out
         todo = [i for i in todo if not _settled(*cases[i], dirs[i])]
         if not todo:

@@ -33,7 +33,6 @@ import re
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from datetime import timedelta
@@ -43,6 +42,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from course_dist import _scratch
 from course_dist.labkit.lab05 import hangs
 
 TOOLS = ("flight_recorder", "detail", "monitored_barrier")
@@ -94,7 +94,7 @@ def run_tool(case: str, culprit: int, tool: str, pg_timeout: float = 2.0,
     hangs.truth(case, culprit)  # validates both
     if tool not in TOOLS:
         raise ValueError(f"tool must be one of {TOOLS}, got {tool!r}")
-    out = tempfile.mkdtemp(prefix=f"hang_{tool}_")
+    out = _scratch.tmp_dir(f"hang_{tool}_")  # read later by the caller: removed at its exit
     ctx = mp.get_context("fork")
     port = _free_port()
     procs = [ctx.Process(target=_rank, args=(r, port, case, culprit, tool, pg_timeout, out))
@@ -151,7 +151,14 @@ def fr_read(dump_dir: str) -> dict[str, Any]:
 def fr_analyze(dump_dir: str) -> dict[str, Any]:
     """torch's analyzer on the dumps (``pg_config`` rewritten from the entries first, see the module doc):
     the culprit rank and error type it prints, and its seconds."""
-    fixed = Path(tempfile.mkdtemp(prefix="fr_fixed_"))
+    fixed = Path(_scratch.tmp_dir("fr_fixed_"))
+    try:
+        return _analyze(dump_dir, fixed)
+    finally:
+        _scratch.remove(fixed)
+
+
+def _analyze(dump_dir: str, fixed: Path) -> dict[str, Any]:
     for r in range(hangs.WORLD):
         f = Path(dump_dir, f"fr_{r}")
         if not f.exists():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,7 +41,9 @@ def _run(package: str, world: int, args: list[str], run_dir: Path, timeout: floa
         str(run_dir),
         *args,
     ]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # a temp dir of its own, removed below: a SIGKILLed torchrun agent leaves its torchelastic_* folder there
+    tmp = tempfile.mkdtemp(prefix="scaling-tmp-")
+    env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=tmp)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     with open(run_dir.parent / f"log-world{world}.txt", "w") as out:
@@ -57,6 +60,7 @@ def _run(package: str, world: int, args: list[str], run_dir: Path, timeout: floa
             except ProcessLookupError:
                 pass
             p.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
     if rc != 0:
         tail = (run_dir.parent / f"log-world{world}.txt").read_text()[-3000:]
         raise RuntimeError(f"world {world} run failed (exit {rc}, timeout {timeout} s):\n{tail}")
