@@ -2,7 +2,8 @@
 
 For each mutant: its cell swapped into the reference (instructor) notebook, executed in fast mode with
 nbclient at a fixed grading seed, continuing on errors. Each graded test cell runs as TWO executions - its
-visible part, then its hidden part - so we learn whether the visible tests alone catch the mutant. A test
+visible part, then its hidden part (only if the visible part raised nothing: nbgrader's one execution would
+stop there too) - so we learn whether the visible tests alone catch the mutant. A test
 cell's verdict is the grader's: no error in either part AND the trusted judge passes its evidence against the
 reference's (:mod:`autograder.judge`). A mutant is right when
 
@@ -67,6 +68,7 @@ class _Runner:
 
         self.cfg, self.nb, self.evidence = cfg, nb, evidence
         self.died = False  # set when the kernel died (nbgrader would then zero the rest of the notebook)
+        self._stopped = False
         env = {"COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
         self.client = plain_client(cfg, copy.deepcopy(nb), workdir, env=env, fast=cfg.fast)
 
@@ -77,15 +79,17 @@ class _Runner:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         t0 = time.monotonic()
+        self._stopped = False  # the cell did not run to its end: timed out, or its kernel died
         try:
             self.client.execute_cell(cell, index)
             return cell_failure(cell, self.cfg.stderr_fails)
         except CellTimeoutError:
+            self._stopped = True
             took = time.monotonic() - t0
             return f"timed out after {took:.0f} s (cell timeout {self.cfg.cell_timeout:.0f} s)"
         except DeadKernelError:
             log.warning("kernel died in cell %d; restarting and replaying cells [0, %d)", index, index)
-            self.died = True
+            self.died = self._stopped = True
             run_sync(self.client.km.restart_kernel)(now=True)
             run_sync(self.client.kc.wait_for_ready)(timeout=120)
             for j in range(index):
@@ -105,7 +109,14 @@ class _Runner:
         vis.source = visible
         vwhy = self._exec(vis, index)
         hwhy = ""
-        if hidden.strip():
+        # Under nbgrader the cell is one execution: an error in its visible part stops it before the hidden
+        # part. So the hidden part runs here only where it would there (a visible part that merely wrote to
+        # stderr still fails, and its hidden part still runs): the verdict is the same, the state the next
+        # cells see is nbgrader's, and a mutant caught by its visible tests costs no hidden run.
+        stopped = bool(vwhy) and (
+            any(o.get("output_type") == "error" for o in vis.get("outputs", [])) or self._stopped
+        )
+        if hidden.strip() and not stopped:
             hid = copy.deepcopy(cell)
             hid.source = hidden
             hwhy = self._exec(hid, index)
