@@ -1,7 +1,12 @@
-"""Grading validity per lab, within the suite's budget as the course grows: ONE nbgrader run grades the
-reference and the untouched release of every lab (the reference earns every auto point, the release none),
-and meanwhile every mutant is checked at the exercise level (one kernel pass per lab: it loses exactly its
-own exercise). Both come from `autograder.course.grade_with_mutant_checks`, the code `make course` runs."""
+"""Grading validity per lab, within the suite's budget as the course grows: per group of labs ONE nbgrader run
+grades the reference and the untouched release (the reference earns every auto point, the release none), and
+meanwhile every mutant is checked at the exercise level (one kernel pass per lab: it loses exactly its own
+exercise). Both come from `autograder.course.grade_with_mutant_checks`, the code `make course` runs.
+
+The labs are split into two groups of about equal work, one test module each (tests/test_pipeline_grading_*.py
+import this module and set ``GROUP``): under `make test` (``--dist loadfile``) each pytest-xdist worker starts
+on one group, so neither half waits for the other's labs. The test functions below are shared; the group's
+labs come from the importing module (:func:`pytest_generate_tests`)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from _pipeline import CFG, FILE_MUTANTS, GRADED_LABS, LABS, mutant_params
+from _pipeline import CFG, FILE_MUTANTS, LABS, mutant_params, pipeline_group
 
 from autograder.course import auto_max, build_samples, grade_with_mutant_checks, verdict
 from autograder.release import release
@@ -25,22 +30,34 @@ pytestmark = [
 SEED = 20261201  # fixed: a failure here reproduces with `python -m autograder grade ... --seed 20261201`
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The group's labs (the importing module's ``GROUP``), its mutants and valid variants."""
+    labs = pipeline_group(metafunc.module.GROUP)
+    if "student" in metafunc.fixturenames:
+        metafunc.parametrize("student", ["reference", "blank"])
+    if "name" in metafunc.fixturenames:
+        metafunc.parametrize(("lab", "name"), mutant_params(labs))
+    elif "lab" in metafunc.fixturenames:
+        metafunc.parametrize("lab", labs)
+
+
 @pytest.fixture(scope="module")
-def validity(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def validity(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    labs = pipeline_group(request.module.GROUP)
     tmp = tmp_path_factory.mktemp("grading")
     # the homework's drills take minutes when two labs' mutant checks share the 2 cores: a roomier cap
     # Under `make test` (two pytest-xdist workers) the other worker runs the rest of the suite beside this
     # class: one grader and one lab's mutant check at a time keep the 2 cores from being oversubscribed.
     par = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
     cfg = CFG.with_(labs=tmp / "labs", build=tmp / "build", fast=True, notebook_timeout=2400, workers=par)
-    release(cfg)
+    release(cfg, labs)
     subs = tmp / "submitted"
-    for lab in GRADED_LABS:
+    for lab in labs:
         build_samples(cfg, lab, subs, mutants=[])  # reference + blank only; mutants at the exercise level
     df, mutants = grade_with_mutant_checks(
         cfg,
         subs,
-        GRADED_LABS,
+        labs,
         out=cfg.build / "grades.csv",
         seed=SEED,
         progress=False,
@@ -56,8 +73,6 @@ def validity(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     return df.set_index(["student", "lab"]), mutants
 
 
-@pytest.mark.parametrize("lab", GRADED_LABS)
-@pytest.mark.parametrize("student", ["reference", "blank"])
 def test_reference_full_blank_zero(validity, lab: str, student: str) -> None:  # noqa: ANN001
     graded, _ = validity
     rubric = load_rubric(CFG.rubric / f"{lab}.yaml")
@@ -65,7 +80,6 @@ def test_reference_full_blank_zero(validity, lab: str, student: str) -> None:  #
     assert verdict(row, {"kind": student}, rubric) == "ok", (row.to_dict(), auto_max(rubric))
 
 
-@pytest.mark.parametrize(("lab", "name"), mutant_params())
 def test_mutant_loses_exactly_its_exercise(validity, lab: str, name: str) -> None:  # noqa: ANN001
     _, mutants = validity
     problems = mutants[lab].get(name)
@@ -73,7 +87,6 @@ def test_mutant_loses_exactly_its_exercise(validity, lab: str, name: str) -> Non
     assert not problems, f"{lab}/{name}:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.parametrize("lab", GRADED_LABS)
 def test_reference_passes_every_visible_part(validity, lab: str) -> None:  # noqa: ANN001
     """Honest visible tests: the reference passes each test cell's visible part alone."""
     _, mutants = validity
