@@ -70,6 +70,9 @@ class _NoLedger:
     def current(self) -> int:
         return 0
 
+    def live(self) -> int:
+        return 0
+
 
 def _observe(blocks: list[nn.Module], log: list[tuple[str, int, list[int], int]], order: list[str],
              ledger: MemoryLedger | _NoLedger) -> list[Any]:
@@ -80,7 +83,7 @@ def _observe(blocks: list[nn.Module], log: list[tuple[str, int, list[int], int]]
     handles = []
     for i, b in enumerate(blocks):
         def pre(_m: nn.Module, _a: Any, i: int = i) -> None:
-            log.append(("forward", i, gathered(blocks), ledger.current()))
+            log.append(("forward", i, gathered(blocks), ledger.live()))
 
         def post(_m: nn.Module, _a: Any, out: torch.Tensor, i: int = i) -> None:
             if out.requires_grad:
@@ -89,7 +92,7 @@ def _observe(blocks: list[nn.Module], log: list[tuple[str, int, list[int], int]]
         def _backward(i: int) -> None:
             if not order:
                 order.extend(g._module_fqn for g in _group(blocks[0]).comm_ctx.post_forward_order)
-            log.append(("backward", i, gathered(blocks), ledger.current()))
+            log.append(("backward", i, gathered(blocks), ledger.live()))
 
         handles.append(b.fc1.register_forward_pre_hook(pre))
         handles.append(b.fc2.register_forward_hook(post))
