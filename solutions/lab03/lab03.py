@@ -1141,7 +1141,7 @@ def check_prefetch(world, res):
 
 
 prefetch_w2 = launch(lab03.prefetch_check, world_size=2, args=(set_prefetch, PREFETCH_DEPTHS),  # no ledger:
-                     kwargs={"timed": TIMED, "steps": PREFETCH_STEPS, "ledger": False},  # ~1 ms per op
+                     kwargs={"timed": TIMED, "steps": PREFETCH_STEPS, "ledger": False},  # ~0.17 ms per op
                      trace=True, timeout=300)
 check_prefetch(2, prefetch_w2)
 print("gathered while each block computes (forward, backward):",
@@ -1182,8 +1182,9 @@ ev.rule(f"set_prefetch(blocks, {bad_depth}) refused naming it", refused_h, rule=
 # warm-up step), and the Playbook's overlap condition per block: the block's forward compute time (and the
 # compute rate it implies) against one block's all-gather, measured in the trace and predicted from the fit
 # of the measurement after exercise 3. The bytes an extra unit in flight holds need the memory ledger (about
-# a millisecond per op, so the test runs without it): `launch(lab03.prefetch_check, world_size=2,
-# args=(set_prefetch, PREFETCH_DEPTHS), kwargs={"timed": TIMED}, trace=True)` adds the ledger's peak of a
+# 0.17 ms per op on a CPU, some 30x this model's plain step, so the test runs without it):
+# `launch(lab03.prefetch_check, world_size=2, args=(set_prefetch, PREFETCH_DEPTHS), kwargs={"timed": TIMED},
+# trace=True)` adds the ledger's peak of a
 # step's forward and backward and the live bytes as each block starts computing, above the implicit run's, in
 # units of one block's gathered parameter bytes. One launch, the runs in sequence, a few steps on a shared
 # box: the times move with the order and the load (`python -m bench overlap` interleaves rounds); the bytes

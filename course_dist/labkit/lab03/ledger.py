@@ -49,7 +49,7 @@ class MemoryLedger(TorchDispatchMode):
 
     def __enter__(self) -> MemoryLedger:
         # Freeze what exists already: the per-op collection below then only scans objects made inside the
-        # ledger (thousands, not the interpreter's ~300k), about a millisecond per op.
+        # ledger (thousands, not the interpreter's ~300k).
         gc.collect()
         gc.freeze()
         return super().__enter__()
