@@ -69,7 +69,11 @@ class _Runner:
         self.cfg, self.nb, self.evidence = cfg, nb, evidence
         self.died = False  # set when the kernel died (nbgrader would then zero the rest of the notebook)
         self._stopped = False
-        env = {"COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed)}
+        # the kernel's temp dir inside the run's own (removed with it): a kernel is killed, never exits, so
+        # the folders its cells and forkservers leave in the temp dir (flight-recorder dumps, pymp-*) stay
+        tmp = workdir.parent / "tmp"
+        tmp.mkdir(exist_ok=True)
+        env = {"COURSE_EVIDENCE_DIR": str(evidence), "COURSE_GRADE_SEED": str(seed), "TMPDIR": str(tmp)}
         self.client = plain_client(cfg, copy.deepcopy(nb), workdir, env=env, fast=cfg.fast)
 
     def _exec(self, cell: nbformat.NotebookNode, index: int) -> str:

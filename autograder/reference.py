@@ -103,7 +103,9 @@ def reference_evidence(cfg: Any, lab: str, seed: int, fast: bool) -> Path:
             work, ev = Path(tmp) / "work", Path(tmp) / "evidence"
             ev.mkdir()
             copy_extras(cfg, lab, work)
-            env = {"COURSE_EVIDENCE_DIR": str(ev), "COURSE_GRADE_SEED": str(seed)}
+            ktmp = Path(tmp) / "tmp"  # the kernel's temp dir, removed with the run's (a kernel is killed)
+            ktmp.mkdir()
+            env = {"COURSE_EVIDENCE_DIR": str(ev), "COURSE_GRADE_SEED": str(seed), "TMPDIR": str(ktmp)}
             client = plain_client(cfg, nb, work, env=env, fast=fast)
             visible_failed = _execute_split(client, nb)
             errors = {}
