@@ -56,6 +56,7 @@ SAMPLE_MUTANTS = 1  # per sampled lab, graded through nbgrader; all are checked 
 # end on one lab per run, not on all six every time: on a 2-core box that is CPU-bound (measured: a third
 # check lane slowed every job) a second one cost 30-75 s of make course's 15 min (the homework's: 150 s).
 SAMPLE_MUTANT_LABS = 1
+FILE_BATCH = 4  # file mutants per checking process (each in its own fresh kernel)
 
 
 def sample_mutants(mutants: list[Mutant], k: int = SAMPLE_MUTANTS) -> list[Mutant]:
@@ -250,8 +251,9 @@ def _mutant_check(
 
 def _check_jobs(cfg: CourseConfig, labs: list[str], file_mutants: bool) -> list[tuple[str, list[str] | None]]:
     """The exercise-level checks as jobs, longest first (so the short ones fill the lanes at the end): one
-    walk per lab over its cell mutants, then one job per file mutant (a fresh kernel each: the homework's
-    dozen would otherwise be one job as long as all the labs' walks together), the latest item first."""
+    walk per lab over its cell mutants, then the file mutants in batches of ``FILE_BATCH`` (each in a fresh
+    kernel; all of the homework's 44 in one job would be as long as all the labs' walks together), the latest
+    item first."""
     walks, files = [], []
     for lab in labs:
         ms = find_checked(cfg, lab)
@@ -265,7 +267,14 @@ def _check_jobs(cfg: CourseConfig, labs: list[str], file_mutants: bool) -> list[
             rank = {e: i for i, e in enumerate(order)}
             files += [(rank.get(m.exercise, len(order)), m.name, lab) for m in fm]
     jobs: list[tuple[str, list[str] | None]] = [(lab, names) for _, lab, names in sorted(walks, reverse=True)]
-    jobs += [(lab, [name]) for _, name, lab in sorted(files, reverse=True)]
+    # File mutants in batches of FILE_BATCH of one lab, each still in a fresh kernel: a batch shares one
+    # checking process (its start-up, the grader's imports, was a good part of a homework mutant's ~5.5 CPU-s)
+    ordered = [(lab, name) for _, name, lab in sorted(files, reverse=True)]
+    while ordered:
+        lab = ordered[0][0]
+        batch = [n for lb, n in ordered if lb == lab][:FILE_BATCH]
+        jobs.append((lab, batch))
+        ordered = [(lb, n) for lb, n in ordered if not (lb == lab and n in batch)]
     return jobs
 
 
@@ -302,9 +311,13 @@ def grade_with_mutant_checks(
     checks_dir = cfg.build / "mutant_checks"
     checks_dir.mkdir(parents=True, exist_ok=True)
     jobs = _check_jobs(cfg, labs, file_mutants)
+    file_names = {m.name for lab in labs for m in find_checked(cfg, lab) if m.is_file_mutant}
 
     def result_file(lab: str, names: list[str] | None) -> Path:
-        return checks_dir / (f"{lab}.json" if names is None or len(names) != 1 else f"{lab}.{names[0]}.json")
+        if names is None:
+            return checks_dir / f"{lab}.json"
+        more = f"+{len(names) - 1}" if len(names) > 1 else ""
+        return checks_dir / f"{lab}.{names[0]}{more}.json"
 
     lanes_after = max(mutant_labs_at_once, lanes_after_grading or 0)
     # Lanes take jobs from one queue in its order: longest first only holds if no lane can jump the queue
@@ -328,7 +341,8 @@ def grade_with_mutant_checks(
                         cfg, lab, result_file(lab, names), seed, file_mutants, names, file_collateral
                     ),
                 )
-                what = names[0] if names and len(names) == 1 else "walk over its cell mutants"
+                walk = not names or not set(names) <= file_names
+                what = "walk over its cell mutants" if walk else ", ".join(names)
                 log.info("mutant check %s %s: %.0f s", lab, what, time.monotonic() - t0)
             except Exception as exc:  # a grader bug: the mutants of this job fail their check, loudly
                 log.exception("mutant check of %s %s failed", lab, names or "")

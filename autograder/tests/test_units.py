@@ -250,9 +250,10 @@ def test_reference_run_reports_visible_parts_that_fail_alone() -> None:
 
 
 def test_course_check_jobs_split_file_mutants_and_run_longest_first() -> None:
-    """make course's exercise-level checks: one walk per lab (most cell mutants first), then one job per file
-    mutant (a fresh kernel each), latest item first; without file mutants one job per lab."""
-    from autograder.course import _check_jobs
+    """make course's exercise-level checks: one walk per lab (most cell mutants first), then the file mutants
+    in batches of one lab (each mutant still in a fresh kernel), latest item first; without file mutants one
+    job per lab."""
+    from autograder.course import FILE_BATCH, _check_jobs
     from autograder.mutants import find_checked
 
     cfg = CourseConfig()
@@ -263,9 +264,9 @@ def test_course_check_jobs_split_file_mutants_and_run_longest_first() -> None:
     walks = [lab for lab, names in jobs if names is None or not set(names) & file_names]
     counts = [sum(not m.is_file_mutant for m in find_checked(cfg, lab)) for lab in walks]
     assert counts == sorted(counts, reverse=True), (walks, counts)
-    singles = jobs[len(walks) :]
-    assert all(len(names) == 1 and names[0] in file_names for _, names in singles), singles
-    assert sorted(names[0] for _, names in singles) == sorted(file_names)
+    batches = jobs[len(walks) :]  # file mutants: batches of one lab, FILE_BATCH at most, each name once
+    assert all(0 < len(names) <= FILE_BATCH and set(names) <= file_names for _, names in batches), batches
+    assert sorted(n for _, names in batches for n in names) == sorted(file_names)
     assert sorted(lab for lab, _ in _check_jobs(cfg, labs, file_mutants=False)) == sorted(labs)
 
 
