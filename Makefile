@@ -58,7 +58,7 @@ release: venv
 # Two pytest-xdist workers, one file per worker at a time (module fixtures grade a class once): the pipeline
 # class (every lab's reference, release and mutants: ~10 min of CPU) starts first on one worker while the
 # other runs the rest, which mostly waits on kernels, launches and timeouts. PYTEST_XDIST= runs serially.
-PYTEST_XDIST ?= -n 2 --dist loadfile
+PYTEST_XDIST ?= -n 3 --dist loadfile
 test: venv sandbox
 	@$(VPY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no tests (exit 5)" >&2; exit 1; fi; exit $$rc

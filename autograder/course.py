@@ -206,6 +206,7 @@ def _mutant_check(
     file_mutants: bool = True,
     names: list[str] | None = None,
     collateral: bool = True,
+    next_exercise: bool = True,
 ) -> dict[str, list[str]]:
     """Mutants of ``lab`` at the exercise level, in a process of their own (own kernel, own environment):
     all of them, or only ``names``.
@@ -229,7 +230,8 @@ def _mutant_check(
         "from autograder.mutants import find_checked; "
         f"ms = [m for m in find_checked(cfg, {lab!r}) if ({bool(file_mutants)} or not m.is_file_mutant) "
         f"and ({wanted!r} is None or m.name in {wanted!r})]; "
-        f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}, collateral={bool(collateral)}), "
+        f"json.dump(check_lab_mutants(cfg, {lab!r}, ms, seed={int(seed)}, collateral={bool(collateral)}, "
+        f"next_exercise={bool(next_exercise)}), "
         f"open({str(out)!r}, 'w'))"
     )
     env = {**os.environ, FAST_VAR: "1"}
@@ -292,6 +294,7 @@ def grade_with_mutant_checks(
     file_collateral: bool = True,
     trusted: tuple[str, ...] = (),
     lanes_after_grading: int | None = None,
+    next_exercise: bool = True,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, list[str]]]]:
     """Grade the sample class through nbgrader and, meanwhile, every mutant of ``labs`` at the exercise level.
 
@@ -303,7 +306,8 @@ def grade_with_mutant_checks(
     ``file_collateral=False`` checks each file mutant on its own item's cells only
     (:func:`autograder.mutant_check.check_mutant`); ``trusted`` names the reference sample, whose graded run
     is then also each lab's reference run (:func:`autograder.grade.grade`). ``lanes_after_grading``: check
-    jobs at once once the sample class is graded (default: no change).
+    jobs at once once the sample class is graded (default: no change). ``next_exercise=False``: each cell
+    mutant's check stops after its own exercise (:func:`autograder.mutant_check.check_lab_mutants`).
     """
     import secrets
 
@@ -338,7 +342,14 @@ def grade_with_mutant_checks(
                 found[key] = (
                     lab,
                     _mutant_check(
-                        cfg, lab, result_file(lab, names), seed, file_mutants, names, file_collateral
+                        cfg,
+                        lab,
+                        result_file(lab, names),
+                        seed,
+                        file_mutants,
+                        names,
+                        file_collateral,
+                        next_exercise,
                     ),
                 )
                 walk = not names or not set(names) <= file_names

@@ -9,7 +9,8 @@ reference's (:mod:`autograder.judge`). A mutant is right when
 
 * every auto cell of its own exercise fails, and every other executed auto cell passes (a cell mutant runs
   through the next exercise's tests, a file mutant - a changed module, live from the first cell - through its
-  own);
+  own; with ``next_exercise=False``, what `make test` runs, a cell mutant too stops after its own exercise,
+  while a valid variant still runs through the next one);
 * the visible part of some auto cell of its own exercise fails, unless its header says
   ``# hidden-only: <why>``.
 
@@ -223,9 +224,15 @@ def check_lab_mutants(
     progress: bool = False,
     seed: int = 0,
     collateral: bool = True,
+    next_exercise: bool = True,
 ) -> dict[str, list[str]]:
     """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its
     exercise, and its visible tests catch it).
+
+    ``next_exercise=False`` stops each cell mutant after its own exercise's tests instead of the next
+    exercise's: the check then proves that it loses its exercise and that the visible tests catch it, not that
+    it costs nothing else (that run is 40-50 % of a walk's cell time; `make course` keeps it). A valid variant
+    always runs through the next exercise: it must keep every point it reaches.
 
     Walking the reference notebook once, at each answer cell that has mutants we run, per mutant: the mutant's
     source, then the cells up to the next exercise's tests (their evidence moved aside per mutant); then the
@@ -263,6 +270,10 @@ def check_lab_mutants(
             ]
             continue
         by_cell.setdefault(pos[m.replaces], []).append(m)
+
+    def stop_of(m: Mutant) -> int:
+        return stop_index(nb, rubric, m.exercise, after=1 if next_exercise or m.valid else 0)
+
     bar = tqdm(total=len(mutants), desc=f"{lab} mutants", disable=not progress)
     if not by_cell:  # file mutants only (the homework): no walk; the reference's visible check from its run
         run = json.loads((reference_evidence(cfg, lab, seed, True) / "run.json").read_text())
@@ -274,6 +285,7 @@ def check_lab_mutants(
         bar.update(len(mutants))
         bar.close()
         return problems
+    # the reference's own pass goes as far as a full check's would (its visible parts are checked too)
     last = max(stop_index(nb, rubric, ms[0].exercise) for ms in by_cell.values())
     pending: list[tuple[Mutant, list[dict], Path]] = []
     with tempfile.TemporaryDirectory(prefix=f"{lab}-mutants-") as tmp:
@@ -286,7 +298,7 @@ def check_lab_mutants(
         with runner.client.setup_kernel():
             for i in range(last + 1):
                 for k, m in enumerate(by_cell.get(i, [])):
-                    stop = stop_index(nb, rubric, m.exercise)
+                    stop = stop_of(m)
                     results = []
                     runner.died = False
                     for j in range(i, stop + 1):

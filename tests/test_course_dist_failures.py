@@ -136,7 +136,10 @@ def test_shape_mismatch_is_reported_by_rank():
 
 
 def test_keyboard_interrupt_kills_every_rank():
-    # a notebook's "interrupt kernel" is a KeyboardInterrupt in the thread that runs launch()
+    # a notebook's "interrupt kernel" is a KeyboardInterrupt in the thread that runs launch(). A kernel has
+    # Python's own SIGINT handler; an earlier test in this worker may have left another (interrupt_main then
+    # does nothing and launch waits out its 120 s: seen once, with the suite's files in another order).
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(2.0, _thread.interrupt_main)
     timer.start()
     t0 = time.monotonic()
@@ -145,6 +148,7 @@ def test_keyboard_interrupt_kills_every_rank():
             launch(hang_rank_1, 4, timeout=120)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, old)
     assert time.monotonic() - t0 < BOUND_S
 
 

@@ -2,7 +2,7 @@
 ``autograder/valid/<lab>/`` run through the real checks on real process groups.
 
 - lab01-lab05: every valid variant (an answer cell swapped into the reference notebook) is checked by the
-  pipeline's exercise-level walk (``tests/_pipeline_grading.py::test_mutant_loses_exactly_its_exercise``,
+  pipeline's exercise-level walk (``tests/_pipeline_grading.py::test_mutant_loses_its_exercise``,
   one parameter per variant: every test cell it reaches keeps its points, judged against the reference run);
   here only that the checker reads each one.
 - homework ``checkpoint_part_rename``: every file written as ``<name>.part``, fsynced, renamed. The module
