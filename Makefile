@@ -55,9 +55,10 @@ release: venv
 	$(VPY) -m autograder release
 
 # pytest exits 5 when it collected no tests: that is a failure, never a silent green.
-# Two pytest-xdist workers, one file per worker at a time (module fixtures grade a class once): the pipeline
-# class (every lab's reference, release and mutants: ~10 min of CPU) starts first on one worker while the
-# other runs the rest, which mostly waits on kernels, launches and timeouts. PYTEST_XDIST= runs serially.
+# Three pytest-xdist workers, one file per worker at a time (module fixtures grade a class once) on 2 cores:
+# the two pipeline modules (every lab's reference, release and mutants, ~9 min each) start first on two of
+# them, the third runs the rest of the suite beside them from the start (the rest waits on kernels, launches
+# and timeouts: alone it left a quarter of the CPU idle). PYTEST_XDIST= runs serially.
 PYTEST_XDIST ?= -n 3 --dist loadfile
 test: venv sandbox
 	@$(VPY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS); rc=$$?; \

@@ -16,6 +16,14 @@ import pytest
 
 os.environ.setdefault("COURSE_FAST", "1")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # A pytest-xdist worker dies with the pytest that started it: a SIGTERM or SIGKILL to `make test` used to
+    # leave both workers running on (reparented to init), and with them whatever test they were in. Our own
+    # children follow their worker (autograder.procs.die_with_parent, ipykernel's parent poll, bwrap).
+    from autograder.procs import die_with_parent
+
+    die_with_parent()
+
 
 def _helpers() -> set[int]:
     pids: set[int] = set()
@@ -89,6 +97,6 @@ def fresh_release(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The two pipeline modules first (between them they grade every lab: the longest module fixtures by
-    far), so that under ``make test`` (``-n 2 --dist loadfile``) each worker starts on one at once and takes
-    the rest of the suite after it; serially it makes no difference to the total."""
+    far), so that under ``make test`` (``-n 3 --dist loadfile``) two workers start on them at once and the
+    third on the rest of the suite; serially it makes no difference to the total."""
     items.sort(key=lambda it: not it.nodeid.startswith("tests/test_pipeline_grading"))  # stable

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 import course_dist
+from autograder.procs import die_with_parent
 from course_dist import LaunchTimeout, RankError, launch
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -166,7 +167,8 @@ def test_ranks_exit_when_the_launcher_process_is_killed(tmp_path):
     # SIGKILL cannot be caught: the ranks must notice the launcher's death themselves (kernel crash / restart)
     script = tmp_path / "launcher.py"
     script.write_text(_ORPHAN_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "pid")])
+    # dies with this test's worker if the suite is stopped mid-test (its ranks then follow it)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "pid")], preexec_fn=die_with_parent)
     try:
         deadline = time.monotonic() + 60
         while not all((tmp_path / f"pid.{r}").exists() for r in range(2)):

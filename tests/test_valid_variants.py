@@ -130,12 +130,12 @@ def test_list_forms_move_the_bytes_of_their_single_tensor_forms():
 
 # ---- homework: the .part/fsync/rename checkpoint through the atomic item's checks -------------------------
 ATOMIC_FACTS = """
-import json, random, sys, tempfile
+import json, random, sys
 from pathlib import Path
 from course_dist.labkit import homework as kit
 
 hw = kit.package()
-work = Path(tempfile.mkdtemp(prefix="hw-valid-"))
+work = Path(sys.argv[1])  # the test's own tmp_path: nothing left in /tmp
 facts = {"publication step 2": kit.publication_problems(hw, work / "protocol")}
 two = kit.two_phase_check(hw, work / "two_phase")
 facts["two-phase facts"] = {k: v for k, v in two.items() if k != "published"}
@@ -153,10 +153,11 @@ print("JSON" + json.dumps(facts))
 """
 
 
-def _atomic_facts(package_dir: Path) -> dict:
+def _atomic_facts(package_dir: Path, work: Path) -> dict:
     env = {**os.environ, "HW_PACKAGE": "fttrainer", "HW_PACKAGE_DIR": str(package_dir)}
-    proc = subprocess.run([sys.executable, "-c", ATOMIC_FACTS], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=package_dir)
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-c", ATOMIC_FACTS, str(work)], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=package_dir)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("JSON")), None)
     assert line is not None, f"the atomic checks did not run (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
     return json.loads(line[4:])
@@ -170,7 +171,8 @@ def test_homework_valid_variant_keeps_full_marks(variant, tmp_path):
     shutil.copytree(reference / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     assert (tmp_path / package / module).is_file(), f"{variant} replaces {header['replaces']}: no such module"
     (tmp_path / package / module).write_text(text)
-    want, got = _atomic_facts(reference), _atomic_facts(tmp_path)
+    want = _atomic_facts(reference, tmp_path / "facts_reference")
+    got = _atomic_facts(tmp_path, tmp_path / "facts")
     assert want["publication step 2"] == [], f"the reference breaks the publication rules: {want}"
     diff = {k: {"reference": want[k], "variant": got.get(k)} for k in want if got.get(k) != want[k]}
     assert not diff, f"{variant} ({header['why']}) differs from the reference: {diff}"
