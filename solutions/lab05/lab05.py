@@ -147,16 +147,16 @@ for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=
 # %% [markdown]
 # **torch's own tools on the six classic hangs** — measured by `bench/bench_hang_tools.py` (page
 # `bench/results/hang_tools.md`: world 3, gloo on this 2-core machine, 3 rounds, torch 2.13; a CPU/gloo
-# measurement, not an NCCL/GPU one; load average 3–7). Seconds from the hang's start to the answer (min /
+# measurement, not an NCCL/GPU one; load average 0.8–2.6). Seconds from the hang's start to the answer (min /
 # median / max over 18 runs):
 #
 # | tool | culprit rank right | planted line right | seconds |
 # |---|---|---|---|
-# | this lab: trace + stacks after a 3 s launcher timeout | 18/18 runs | 18/18 runs | 3.17 / 3.23 / 3.51 |
-# | `TORCH_DISTRIBUTED_DEBUG=DETAIL` | 15/18 runs | 15/18 runs | 0.01 / 0.02 / 0.15 (3 runs > 30 s) |
-# | flight recorder (`TORCH_FR_BUFFER_SIZE`), read by (group, seq) | 18/18 runs | 18/18 runs | 2.72 / 6.23 / 13.27 |
-# | torch's analyzer `fr_trace` on the same dumps | 9/18 runs | 0/18 runs | 3.99 / 8.79 / 18.04 |
-# | `monitored_barrier` on its own group after the hang | 0/18 runs | 0/18 runs | 2.02 / 2.06 / 9.75 |
+# | this lab: trace + stacks after a 3 s launcher timeout | 18/18 runs | 18/18 runs | 3.14 / 3.19 / 3.20 |
+# | `TORCH_DISTRIBUTED_DEBUG=DETAIL` | 15/18 runs | 15/18 runs | 0.00 / 0.02 / 0.08 (3 runs > 30 s) |
+# | flight recorder (`TORCH_FR_BUFFER_SIZE`), read by (group, seq) | 18/18 runs | 18/18 runs | 1.61 / 3.35 / 3.42 |
+# | torch's analyzer `fr_trace` on the same dumps | 9/18 runs | 0/18 runs | 2.63 / 4.40 / 4.50 |
+# | `monitored_barrier` on its own group after the hang | 0/18 runs | 0/18 runs | 2.02 / 2.03 / 5.37 |
 #
 # What the table says. **DETAIL** checks every collective's fingerprint (op, shapes) across ranks before running
 # it, so it is by far the fastest on the five mismatches; but it never names the DDP unused-parameter hang (in
@@ -164,8 +164,9 @@ for (case, culprit), err in zip(hidden_cases, lab05.plant(hidden_cases, timeout=
 # sometimes its own check's (`gather`, `reduce`), and the line comes only from the culprit's own traceback.
 # The **flight recorder** records DDP's C++ all-reduce, which this lab's Python trace cannot see, so it names
 # `ddp_unused`'s culprit *and* its op; on gloo it can be dumped only once the stuck collective has timed out (a
-# dump from a watchdog thread waits for it), and the dumps were ready 2.7–13 s after the hang began although
-# gloo's timeout was 2 s. torch's analyzer needed the dumps' `pg_config` rewritten to run on gloo, then named
+# dump from a watchdog thread waits for it), and the dumps were ready 1.6–3.4 s after the hang began (gloo's
+# timeout: 2 s; gloo fails a shape mismatch before it; 2.7–13 s in an earlier run at load average 3–7).
+# torch's analyzer needed the dumps' `pg_config` rewritten to run on gloo, then named
 # the culprit of three hangs and the wrong rank or none on `op_mismatch`, `uneven_epoch` and `ddp_unused`.
 # **`monitored_barrier`** names ranks that do not arrive: every rank here is alive and times out together, so
 # it named nobody (on the DDP hang, nobody or the wrong ranks). On NCCL, torch's docs describe a watchdog that
