@@ -164,6 +164,24 @@ def test_mutant_checker_catches_weak_tests_collateral_damage_and_dead_kernels(fi
     assert any("square_tests" in p and "the kernel died" in p for p in res["crash"]), res
 
 
+@pytest.mark.slow
+def test_mutant_checker_without_next_exercise_stops_mutants_not_valid_variants(fixlab_course) -> None:  # noqa: ANN001
+    """``next_exercise=False`` (make test): a cell mutant runs through its own exercise only, so its damage to
+    the next one goes unseen (make course's check); a valid variant still runs through the next exercise."""
+    cfg = fixlab_course
+    base = {"lab": "fixlab", "exercise": "square", "replaces": "square_solution", "why": "test",
+            "path": Path("x.py")}
+    poison = "course_dist.launch = None\n"
+    collateral = Mutant(name="collateral", source="def square(x):\n    return x + x\n" + poison, **base)
+    valid = Mutant(name="valid_poison", source="def square(x):\n    return x * x\n" + poison, valid=True,
+                   **base)
+    # the valid variant first: its own poison, not the mutant's, is what allsum must meet
+    res = check_lab_mutants(cfg, "fixlab", [valid, collateral], next_exercise=False)
+    assert res["collateral"] == [], f"stopped after square, so only its own loss counts: {res}"
+    assert any("allsum_tests" in p and "TypeError" in p for p in res["valid_poison"]), \
+        f"a valid variant must still run through allsum and lose it there: {res}"
+
+
 def test_release_names_each_stub(fixlab_course) -> None:  # noqa: ANN001
     nb = nbformat.read(fixlab_course.labs / "fixlab" / "fixlab.ipynb", as_version=4)
     src = "\n".join(c.source for c in nb.cells)
