@@ -246,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         "example:\n  python -m autograder mutants --lab lab02",
     )
     mu.add_argument("--lab", action="append", help="only this lab (repeatable)")
+    mu.add_argument(
+        "--next-hidden",
+        action="store_true",
+        help="past its own exercise, run each mutant through the next exercise's hidden parts too (default: "
+        "their visible parts; lab03's walk then costs a fifth more CPU)",
+    )
 
     sr = sub.add_parser(
         "student-repo",
@@ -367,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "mutants":
         from autograder.mutant_check import check_all
 
-        return check_all(cfg, args.lab)
+        return check_all(cfg, args.lab, next_hidden=args.next_hidden)
     if args.cmd == "student-repo":
         from autograder.student_repo import build_student_repo, publish_commands
 

@@ -8,9 +8,10 @@ cell's verdict is the grader's: no error in either part AND the trusted judge pa
 reference's (:mod:`autograder.judge`). A mutant is right when
 
 * every auto cell of its own exercise fails, and every other executed auto cell passes (a cell mutant runs
-  through the next exercise's tests, a file mutant - a changed module, live from the first cell - through its
-  own; with ``next_exercise=False``, what `make test` runs, a cell mutant too stops after its own exercise,
-  while a valid variant still runs through the next one);
+  through the next exercise's tests, their visible parts - the hidden parts too with ``next_hidden=True`` -, a
+  file mutant - a changed module, live from the first cell - through its own; with ``next_exercise=False``,
+  what `make test` runs, a cell mutant too stops after its own exercise; a valid variant always runs through
+  the next exercise, hidden parts and judge included);
 * the visible part of some auto cell of its own exercise fails, unless its header says
   ``# hidden-only: <why>``.
 
@@ -101,15 +102,16 @@ class _Runner:
                 self.run(copy.deepcopy(self.nb.cells[j]), j)
             return "the kernel died"
 
-    def run(self, cell: nbformat.NotebookNode, index: int) -> dict | None:
+    def run(self, cell: nbformat.NotebookNode, index: int, hidden: bool = True) -> dict | None:
         """Run a cell; for an auto test cell {gid, visible_failed, failed, why} (visible and hidden run apart;
-        ``why``: the first failing part's reason)."""
+        ``why``: the first failing part's reason). ``hidden=False``: the visible part only (the result then
+        says ``visible_only``: its verdict is that part's, no evidence to judge)."""
         if not is_auto_test(cell):
             self._exec(cell, index)
             return None
         gid = grade_id(cell)
         (self.evidence / f"{gid}.pt").unlink(missing_ok=True)  # this run's evidence only
-        visible, hidden = split_test(cell.source)
+        visible, hidden_src = split_test(cell.source)
         vis = copy.deepcopy(cell)
         vis.source = visible
         vwhy = self._exec(vis, index)
@@ -121,12 +123,13 @@ class _Runner:
         stopped = bool(vwhy) and (
             any(o.get("output_type") == "error" for o in vis.get("outputs", [])) or self._stopped
         )
-        if hidden.strip() and not stopped:
+        if hidden_src.strip() and not stopped and hidden:
             hid = copy.deepcopy(cell)
-            hid.source = hidden
+            hid.source = hidden_src
             hwhy = self._exec(hid, index)
         why = f"visible part: {vwhy}" if vwhy else f"hidden part: {hwhy}" if hwhy else ""
-        return {"gid": gid, "visible_failed": bool(vwhy), "failed": bool(vwhy or hwhy), "why": why}
+        r = {"gid": gid, "visible_failed": bool(vwhy), "failed": bool(vwhy or hwhy), "why": why}
+        return r if hidden else {**r, "visible_only": True}
 
 
 DIED = "not run: the kernel died in an earlier cell (under nbgrader the rest of the notebook scores 0)"
@@ -139,6 +142,10 @@ def _judge(results: list[dict], ref_dir: Path, stu_dir: Path) -> dict[str, dict]
     ref, stu = load_evidence(ref_dir), load_evidence(stu_dir)
     out = {}
     for r in results:
+        if r.get("visible_only"):  # its hidden part did not run: no evidence of its own to judge
+            v = {"passed": not r["failed"], "visible_failed": r["visible_failed"], "why": r["why"]}
+            out[r["gid"]] = v
+            continue
         v = cell_verdict(r["gid"], r.get("why", ""), ref.get(r["gid"]), stu.get(r["gid"]))
         out[r["gid"]] = {"passed": v.passed, "visible_failed": r["visible_failed"], "why": v.why}
     return out
@@ -225,14 +232,19 @@ def check_lab_mutants(
     seed: int = 0,
     collateral: bool = True,
     next_exercise: bool = True,
+    next_hidden: bool = False,
 ) -> dict[str, list[str]]:
     """Every mutant of ``lab`` in ONE kernel pass: mutant name -> problems (empty = loses exactly its
     exercise, and its visible tests catch it).
 
-    ``next_exercise=False`` stops each cell mutant after its own exercise's tests instead of the next
-    exercise's: the check then proves that it loses its exercise and that the visible tests catch it, not that
-    it costs nothing else (that run is 40-50 % of a walk's cell time; `make course` keeps it). A valid variant
-    always runs through the next exercise: it must keep every point it reaches.
+    Past its own exercise a cell mutant runs through the next exercise's tests, their visible parts: that it
+    costs nothing else. ``next_hidden=True`` runs their hidden parts too, judge included (measured: a fifth
+    of lab03's walk CPU, under a tenth of each other lab's walk time). Hidden parts call the same answers on
+    other seeds and edge cases, so a mutant that breaks only a hidden part of the NEXT exercise is what the
+    default misses. ``next_exercise=False`` stops each cell mutant after its own exercise's tests: the check
+    then proves that it loses its exercise and that the visible tests catch it, not that it costs nothing
+    else (that run is 40-50 % of a walk's cell time). A valid variant always runs through the next exercise,
+    hidden parts and judge included: it must keep every point it reaches.
 
     Walking the reference notebook once, at each answer cell that has mutants we run, per mutant: the mutant's
     source, then the cells up to the next exercise's tests (their evidence moved aside per mutant); then the
@@ -274,6 +286,9 @@ def check_lab_mutants(
     def stop_of(m: Mutant) -> int:
         return stop_index(nb, rubric, m.exercise, after=1 if next_exercise or m.valid else 0)
 
+    def full_until(m: Mutant) -> int:  # the last cell whose hidden part the mutant's run executes
+        return stop_of(m) if m.valid or next_hidden else stop_index(nb, rubric, m.exercise, after=0)
+
     bar = tqdm(total=len(mutants), desc=f"{lab} mutants", disable=not progress)
     if not by_cell:  # file mutants only (the homework): no walk; the reference's visible check from its run
         run = json.loads((reference_evidence(cfg, lab, seed, True) / "run.json").read_text())
@@ -298,7 +313,7 @@ def check_lab_mutants(
         with runner.client.setup_kernel():
             for i in range(last + 1):
                 for k, m in enumerate(by_cell.get(i, [])):
-                    stop = stop_of(m)
+                    stop, full = stop_of(m), full_until(m)
                     results = []
                     runner.died = False
                     for j in range(i, stop + 1):
@@ -316,7 +331,7 @@ def check_lab_mutants(
                                     }
                                 )
                             continue
-                        r = runner.run(cell, j)
+                        r = runner.run(cell, j, hidden=j <= full)
                         if r:
                             results.append(r)
                     mdir = Path(tmp) / f"mutant-{i}-{k}"
@@ -356,14 +371,15 @@ def check_lab_mutants(
     return problems
 
 
-def check_all(cfg: CourseConfig, labs: list[str] | None = None) -> int:
+def check_all(cfg: CourseConfig, labs: list[str] | None = None, next_hidden: bool = False) -> int:
     bad = 0
     for lab in labs or cfg.lab_ids():
         if not (cfg.rubric / f"{lab}.yaml").exists():
             log.error("%s: no rubric, cannot check mutants", lab)
             bad += 1
             continue
-        for name, problems in sorted(check_lab_mutants(cfg, lab, progress=True).items()):
+        got = check_lab_mutants(cfg, lab, progress=True, next_hidden=next_hidden)
+        for name, problems in sorted(got.items()):
             for p in problems:
                 log.error("%s/%s: %s", lab, name, p)
             log.info("%s/%s: %s", lab, name, "ok" if not problems else "FAILED")

@@ -182,6 +182,27 @@ def test_mutant_checker_without_next_exercise_stops_mutants_not_valid_variants(f
         f"a valid variant must still run through allsum and lose it there: {res}"
 
 
+@pytest.mark.slow
+def test_mutant_checker_runs_next_exercise_hidden_parts_only_when_asked(fixlab_course) -> None:  # noqa: ANN001
+    """Past its own exercise a cell mutant runs the next exercise's visible parts (make course): damage that
+    only a hidden part meets goes unseen there, and ``next_hidden=True`` finds it."""
+    base = {"lab": "fixlab", "exercise": "square", "replaces": "square_solution", "why": "test",
+            "path": Path("x.py")}
+    # breaks world 3 only, which allsum's hidden part alone launches
+    poison = ("_real_launch = course_dist.launch\n"
+              "def _world3_breaks(fn, world_size, **kw):\n"
+              "    if world_size == 3:\n"
+              "        raise RuntimeError('poisoned world 3')\n"
+              "    return _real_launch(fn, world_size=world_size, **kw)\n"
+              "course_dist.launch = _world3_breaks\n")
+    hidden_harm = Mutant(name="hidden_harm", source="def square(x):\n    return x + x\n" + poison, **base)
+    res = check_lab_mutants(fixlab_course, "fixlab", [hidden_harm])
+    assert res["hidden_harm"] == [], f"allsum's visible part passes, and only it runs: {res}"
+    res = check_lab_mutants(fixlab_course, "fixlab", [hidden_harm], next_hidden=True)
+    assert any("allsum_tests" in p and "poisoned world 3" in p for p in res["hidden_harm"]), \
+        f"with next_hidden=True allsum's hidden part runs and fails: {res}"
+
+
 def test_release_names_each_stub(fixlab_course) -> None:  # noqa: ANN001
     nb = nbformat.read(fixlab_course.labs / "fixlab" / "fixlab.ipynb", as_version=4)
     src = "\n".join(c.source for c in nb.cells)
