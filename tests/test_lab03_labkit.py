@@ -158,6 +158,39 @@ def test_ledger_counts_live_storages_and_freed_ones_as_zero():
     assert d.numel() == 10_000
 
 
+def test_ledger_ignores_garbage_older_than_it_and_restores_the_freeze():
+    """No collection when the ledger opens (a full one over the interpreter cost 110-150 ms a ledger): garbage
+    made before it holds nothing it counts, so its peak is the same with or without that garbage."""
+    import gc
+
+    def run() -> tuple[int, list[int]]:
+        with lab03.MemoryLedger() as ledger:
+            x = torch.ones(1000)
+            y = x * 2
+            ledger.mark("two")
+            del x
+            z = y + 1
+            ledger.mark("after del")
+            del y, z
+            return ledger.peak, list(ledger.frame()["live_bytes"])
+
+    gc.collect()
+    clean = run()
+    cycle: list = [torch.ones(50_000)]
+    cycle.append(cycle)  # old garbage holding a tensor: a collection at entry would have freed it
+    del cycle
+    assert run() == clean, f"with older garbage {run()}, without {clean}"
+    assert clean == (8000, [8000, 8000]), clean
+    assert gc.get_freeze_count() == 0, "the ledger unfreezes what it froze"
+    with lab03.MemoryLedger():
+        outer = gc.get_freeze_count()
+        with lab03.MemoryLedger():
+            pass
+        assert gc.get_freeze_count() >= outer > 0, "an inner ledger leaves the outer one's freeze"
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+
+
 def test_traffic_ring_bytes_from_a_trace():
     trace = pd.DataFrame([
         {"rank": 0, "op": "all_reduce", "shape": (100,), "dtype": "float32", "t_start": 1.0},

@@ -49,8 +49,11 @@ class MemoryLedger(TorchDispatchMode):
 
     def __enter__(self) -> MemoryLedger:
         # Freeze what exists already: the per-op collection below then only scans objects made inside the
-        # ledger (thousands, not the interpreter's ~300k).
-        gc.collect()
+        # ledger (thousands, not the interpreter's ~300k). No collection first: garbage older than the ledger
+        # holds no storage it counts (it counts what the ops inside it make and what track() is handed, which
+        # the caller holds), so one would change no number, and over ~300k objects it cost 110-150 ms per
+        # ledger, most of a ledgered check's CPU.
+        self._frozen_before = gc.get_freeze_count()
         gc.freeze()
         return super().__enter__()
 
@@ -58,7 +61,9 @@ class MemoryLedger(TorchDispatchMode):
         try:
             return super().__exit__(*exc)
         finally:
-            gc.unfreeze()
+            # unfreeze is all or nothing: an enclosing ledger (which froze first) unfreezes at its own exit
+            if not self._frozen_before:
+                gc.unfreeze()
 
     # -- tracking -------------------------------------------------------------------------------------------
     def track(self, *tensors: Any) -> None:
